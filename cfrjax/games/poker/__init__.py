@@ -1,0 +1,26 @@
+"""Native HUNL river/turn subgames: cards, hand evaluation, ranges, tree building.
+
+`build_spec(PokerSubgameSpec(...))` or `load_poker_toml("games/hunl_river.toml")`
+give a validated `GameSpec`; `load_libratus_endgame` reads the released Libratus
+endgames.
+"""
+
+from cfrjax.games.poker.cards import (
+    CARD_NAMES, COMBO_INDEX, COMBO_NAMES, COMBOS, NUM_COMBOS, RANKS, SUITS, PokerSpecError, board_str, card_id,
+    card_str, combo_index, combo_str, combos_blocked_by, combos_conflict, parse_board, parse_cards, parse_combo)
+from cfrjax.games.poker.evaluator import CATEGORY_NAMES, evaluate, hand_category, rank5, rank6, rank7
+from cfrjax.games.poker.libratus import load_libratus_endgame, read_libratus_file
+from cfrjax.games.poker.ranges import (
+    parse_range, random_ranges, range_from_hands, resolve_range, token_mask, top_n, weights_from_array)
+from cfrjax.games.poker.subgame import (
+    ALLIN, PokerSubgameSpec, build_spec, config_from_dict, count_paper_sizes, load_poker_config, load_poker_toml,
+    subgame_deals)
+
+__all__ = [
+    "ALLIN", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
+    "PokerSpecError", "PokerSubgameSpec", "board_str", "build_spec", "card_id", "card_str", "combo_index",
+    "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "evaluate",
+    "hand_category", "load_libratus_endgame", "load_poker_config", "load_poker_toml", "parse_board", "parse_cards",
+    "parse_combo", "parse_range", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
+    "read_libratus_file", "resolve_range", "subgame_deals", "token_mask", "top_n", "weights_from_array",
+]

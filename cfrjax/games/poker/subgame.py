@@ -1,0 +1,689 @@
+"""Native heads-up no-limit hold'em subgames (river and turn) as `GameSpec`s.
+
+The construction follows the paper's appendix A ("HUNL Subgame Construction"):
+
+* **Deal.** A chance root deals a pair (hand0, hand1) of hole-card combos. Deals are the
+  pairs with positive weight in both players' ranges that share no card (with each
+  other; combos touching the board already have weight 0). The probability of a deal
+  is `w0[hand0] * w1[hand1]`, normalized over those pairs, i.e. uniform over
+  non-conflicting pairs for 0/1 ranges. Deals are ordered by (hand0, hand1) combo
+  index.
+* **Betting.** Player 0 (out of position; the first 1,326 reach values of a Libratus
+  file) acts first on every street. Without a bet: check or bet; facing a bet: fold,
+  call, or raise. With `pot` = all chips in the middle (`config.pot` plus every
+  wager so far) and `to_call` = the amount the actor must call, a size `f` puts the
+  actor's street total to `opp + f * (pot + to_call)` (for a first bet this is
+  `f * pot`: the paper's `b = min(stack - committed, f * pot)`; for raises it is the
+  usual pot-fraction raise measured after calling), capped at all-in. `"allin"` in a
+  size list is the all-in bet itself. Sizes that collapse onto the same amount (e.g.
+  two fractions both capped at all-in) are one action. `raise_cap` raises per street
+  (`0`: no raises, `None`: unlimited, the stack ends them). Facing an all-in, only
+  fold and call remain, and after an all-in is called no later street has betting.
+  `stack` is each player's stack at the start of the hand, of which `pot / 2` is
+  already in the pot, so the most a player can add in the subgame is
+  `stack - pot / 2`.
+* **Turn subgames.** Betting on the turn; every turn line that ends in check-check or
+  a call reaches a chance node dealing the river card uniformly over the 44 cards that
+  are neither on the board nor in either player's hand (48 - 4: the chance node has
+  exactly 44 children for every deal, matching the paper's 44-card river layer and
+  its 433,610-state count), followed by river betting (or directly a showdown after
+  an all-in).
+* **Payoffs (sunk cost).** Player 0's payoff; each player is treated as having put
+  `pot / 2` plus their own wagers in the subgame into the pot. A fold loses the
+  folder's half-pot plus every chip the folder committed in the subgame (so a turn
+  fold facing a bet loses the half-pot; a river fold additionally loses the chips the
+  folder put in on the turn, e.g. a called turn bet); a showdown transfers the
+  half-pot plus the matched wagers from the worse hand to the better (0 on a tie).
+  Amounts are exact floats; nothing is rounded to whole chips.
+
+Information sets: key `"P{player}|{own hand}|{public sequence}"`, e.g.
+`"P1|2s2h|k.b10.c/Qh/k"` (public actions `k` check, `c` call, `f` fold, `b{x}` bet or
+raise to street total `x`, streets separated by `/{river card}/`). Action names:
+`"check"`, `"bet 10"`, `"fold"`, `"call"`, `"raise 40"`, `"all-in 90"` (amounts are
+the actor's street total after the action).
+
+Layout: the GameSpec's nodes are in breadth-first order (parent indices are
+non-decreasing), built by replicating one per-deal "deal template" (the public tree,
+with river slots 0..43 standing for that deal's live river cards) over all deals
+with vectorized NumPy, level by level. Libratus endgame 4 at full range (36,098,785
+nodes) builds in seconds.
+
+Sizes "the paper's way" (`count_paper_sizes`): States = non-chance nodes (terminals
+included), Infosets = distinct (player, own hand, public node) over the same nodes.
+River with fractions {0.5, 1}, no raises: 15 public nodes per deal, Infosets =
+2 * K * 15. Turn: 10 turn-street public nodes plus 5 river continuations of 15.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+import tomllib
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from cfrjax.games.poker.cards import (
+    CARD_NAMES, COMBOS, NUM_COMBOS, PokerSpecError, board_str, combo_str, combos_conflict, parse_board)
+from cfrjax.games.poker.evaluator import evaluate
+from cfrjax.games.poker.ranges import random_ranges, resolve_range
+from cfrjax.spec import CHANCE, PLAYER0, PLAYER1, TERMINAL, GameSpec
+
+ALLIN = "allin"
+RIVER_CARDS = 44  # live river cards of a turn deal: 52 - 4 board - 4 hole cards
+
+
+def _fmt(x: float) -> str:
+    return f"{float(x):.10g}"
+
+
+def _norm_size(f, what: str):
+    if isinstance(f, str):
+        if f.strip().lower().replace("-", "").replace("_", "") in ("allin", "shove"):
+            return ALLIN
+        raise PokerSpecError(f"{what}: unknown bet size {f!r}; use a positive pot fraction or 'allin'")
+    try:
+        x = float(f)
+    except (TypeError, ValueError):
+        raise PokerSpecError(f"{what}: bet size {f!r} is not a number") from None
+    if not math.isfinite(x) or x <= 0:
+        raise PokerSpecError(f"{what}: bet size {f!r} must be a finite pot fraction > 0 (or 'allin')")
+    return x
+
+
+def _norm_range(r):
+    """Hashable form of a range description (strings kept, arrays -> tuples)."""
+    if r is None or isinstance(r, str):
+        return r
+    if isinstance(r, Mapping):
+        return tuple((str(k), float(v)) for k, v in r.items())
+    if isinstance(r, np.ndarray):
+        return tuple(float(x) for x in r.ravel())
+    out = []
+    for x in r:
+        if isinstance(x, (str, int, float, np.number)):
+            out.append(x if isinstance(x, str) else float(x))
+        else:
+            out.append(tuple(x))
+    return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class PokerSubgameSpec:
+    """Configuration of a HUNL river/turn subgame (see the module docstring).
+
+    Attributes:
+      board: 4 (turn) or 5 (river) cards, e.g. "Ks Js Th 7d 2c"; stored normalized.
+      pot: chips in the pot at the start of the subgame (both players put in half).
+      stack: each player's stack at the start of the hand (includes the half-pot).
+      bet_fractions: sizes of a first bet on a street, pot fractions or "allin".
+      raise_fractions: sizes of raises; `None` = same as `bet_fractions`.
+      raise_cap: raises allowed per street; 0 = none, `None` = unlimited.
+      range0, range1: range descriptions (`ranges.resolve_range`): a range string,
+        a hand->weight mapping, a list of hands, or 1,326 weights in combo order;
+        `None` = every live combo with weight 1 (unless `random_hands` is set).
+      random_hands: if set, each player gets this many random live combos
+        (`ranges.random_ranges`, drawn from `seed`); excludes range0/range1.
+      seed: seed of `random_hands`.
+      name: name of the built GameSpec.
+      source: extra JSON-able provenance copied into `GameSpec.source["poker"]`.
+    """
+
+    board: Any
+    pot: float = 20.0
+    stack: float = 100.0
+    bet_fractions: tuple = (0.5, 1.0)
+    raise_fractions: tuple | None = None
+    raise_cap: int | None = 0
+    range0: Any = None
+    range1: Any = None
+    random_hands: int | None = None
+    seed: int = 0
+    name: str = "poker_subgame"
+    source: Any = None
+
+    def __post_init__(self):
+        cards = parse_board(self.board)
+        if cards.size not in (4, 5):
+            raise PokerSpecError(f"board {self.board!r}: only turn (4 cards) and river (5 cards) subgames are supported")
+        object.__setattr__(self, "board", board_str(cards))
+        for field in ("pot", "stack"):
+            try:
+                v = float(getattr(self, field))
+            except (TypeError, ValueError):
+                raise PokerSpecError(f"{field} {getattr(self, field)!r} is not a number") from None
+            object.__setattr__(self, field, v)
+        if not math.isfinite(self.pot) or self.pot <= 0:
+            raise PokerSpecError(f"pot {self.pot} must be a finite number > 0")
+        if not math.isfinite(self.stack) or self.stack < 0:
+            raise PokerSpecError(f"stack {self.stack} must be a finite number >= 0 (negative stacks are not allowed)")
+        if self.stack < self.pot / 2:
+            raise PokerSpecError(f"stack {self.stack} is below the half-pot {self.pot / 2} each player already put in")
+        if isinstance(self.bet_fractions, (str, int, float)):
+            object.__setattr__(self, "bet_fractions", (self.bet_fractions,))
+        bets = tuple(_norm_size(f, "bet_fractions") for f in self.bet_fractions)
+        object.__setattr__(self, "bet_fractions", bets)
+        if self.raise_fractions is not None:
+            rf = self.raise_fractions
+            if isinstance(rf, (str, int, float)):
+                rf = (rf,)
+            object.__setattr__(self, "raise_fractions", tuple(_norm_size(f, "raise_fractions") for f in rf))
+        if self.raise_cap is not None:
+            if isinstance(self.raise_cap, bool) or int(self.raise_cap) != self.raise_cap or self.raise_cap < 0:
+                raise PokerSpecError(f"raise_cap {self.raise_cap!r} must be an integer >= 0 or None (unlimited)")
+            object.__setattr__(self, "raise_cap", int(self.raise_cap))
+        if self.random_hands is not None:
+            if self.range0 is not None or self.range1 is not None:
+                raise PokerSpecError("give either random_hands or explicit ranges (range0/range1), not both")
+            object.__setattr__(self, "random_hands", int(self.random_hands))
+        object.__setattr__(self, "range0", _norm_range(self.range0))
+        object.__setattr__(self, "range1", _norm_range(self.range1))
+        object.__setattr__(self, "seed", int(self.seed))
+        if self.source is not None and isinstance(self.source, Mapping):
+            object.__setattr__(self, "source", tuple(sorted(self.source.items())))
+        self.ranges()  # validate now: unknown hands, no live hands
+
+    @property
+    def board_cards(self) -> np.ndarray:
+        """`[4]` or `[5]` card ids of the board."""
+        return parse_board(self.board)
+
+    @property
+    def street(self) -> str:
+        """"turn" or "river"."""
+        return "river" if len(self.board.split()) == 5 else "turn"
+
+    @property
+    def raise_sizes(self) -> tuple:
+        return self.bet_fractions if self.raise_fractions is None else self.raise_fractions
+
+    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """Both players' `[1326]` weights after card removal against the board."""
+        b = self.board_cards
+        if self.random_hands is not None:
+            return random_ranges(self.random_hands, self.seed, b)
+        out = []
+        for p, r in enumerate((self.range0, self.range1)):
+            out.append(resolve_range("any" if r is None else r, b, player=p))
+        return out[0], out[1]
+
+
+# ----------------------------------------------------------------------------------------
+# Public betting tree of one street.
+
+
+class _Tree:
+    """Growing node lists of a public betting tree (parents before children)."""
+
+    def __init__(self):
+        self.parent, self.action, self.kind, self.code = [], [], [], []
+        self.labels, self.tot, self.fold, self.sd, self.allin = [], [], [], [], []
+
+    def add(self, parent, action, kind, code, tot, labels=(), fold=0.0, sd=0.0, allin=False) -> int:
+        self.parent.append(parent)
+        self.action.append(action)
+        self.kind.append(kind)
+        self.code.append(code)
+        self.labels.append(tuple(labels))
+        self.tot.append(tot)
+        self.fold.append(fold)
+        self.sd.append(sd)
+        self.allin.append(allin)
+        return len(self.parent) - 1
+
+    def __len__(self):
+        return len(self.parent)
+
+
+def _street_tree(cfg: PokerSubgameSpec, start: float, last: bool) -> _Tree:
+    """Betting on one street, both players having committed `start` so far.
+
+    Node 0 is player 0's first decision. Street ends become showdown terminals on the
+    last street and CHANCE nodes (deal the next card) otherwise.
+    """
+    half = cfg.pot / 2
+    behind = cfg.stack - half                     # most a player can commit in the subgame
+    cap = cfg.raise_cap
+    tree = _Tree()
+
+    def targets(t, p, sizes):
+        me, opp = t[p], t[1 - p]
+        pot = cfg.pot + t[0] + t[1]
+        out = []
+        for f in sizes:
+            tgt = behind if f == ALLIN else min(behind, opp + f * (pot + (opp - me)))
+            if tgt > opp + 1e-9 and all(abs(tgt - x) > 1e-9 for x in out):
+                out.append(tgt)
+        return sorted(out)
+
+    def join(code, a):
+        return a if not code else code + "." + a
+
+    def end(parent, action, code, t):
+        if last:
+            tree.add(parent, action, TERMINAL, code, t, sd=half + t[0])
+        else:
+            tree.add(parent, action, CHANCE, code, t, allin=t[0] >= behind - 1e-9)
+
+    def decide(parent, action, code, p, t, facing, nraises):
+        opp = t[1 - p]
+        if facing:
+            labels = ["fold", "call"]
+            can_raise = opp < behind - 1e-9 and (cap is None or nraises < cap)
+            tg = targets(t, p, cfg.raise_sizes) if can_raise else []
+            verb = "raise"
+        else:
+            labels = ["check"]
+            tg = targets(t, p, cfg.bet_fractions)
+            verb = "bet"
+        labels += [("all-in " if x >= behind - 1e-9 else verb + " ") + _fmt(x - start) for x in tg]
+        me = tree.add(parent, action, p, code, t, labels=labels)
+        a = 0
+        if facing:
+            fold = -(half + t[0]) if p == 0 else half + t[1]
+            tree.add(me, 0, TERMINAL, join(code, "f"), t, fold=fold)
+            end(me, 1, join(code, "c"), (opp, opp))
+            a = 2
+        else:
+            if p == 0:
+                decide(me, 0, join(code, "k"), 1, t, False, 0)
+            else:
+                end(me, 0, join(code, "k"), t)
+            a = 1
+        for x in tg:
+            nt = (x, t[1]) if p == 0 else (t[0], x)
+            decide(me, a, join(code, "b" + _fmt(x - start)), 1 - p, nt, True, nraises + 1 if facing else 0)
+            a += 1
+
+    decide(-1, -1, "", 0, (start, start), False, 0)
+    return tree
+
+
+# ----------------------------------------------------------------------------------------
+# Deal template: the public tree of one deal, river cards as slots 0..43.
+
+
+@dataclasses.dataclass
+class _Template:
+    parent: np.ndarray      # [B] template parent, -1 at the deal node
+    action: np.ndarray      # [B]
+    kind: np.ndarray        # [B] int8
+    fold: np.ndarray        # [B] player 0's payoff at fold terminals
+    sd: np.ndarray          # [B] stake at showdown terminals (0 elsewhere)
+    slot: np.ndarray        # [B] river slot (0..43) or -1 before the river card
+    spid: np.ndarray        # [B] public node id ignoring the river card
+    prob: np.ndarray        # [B] chance probability of the edge into the node (1 if none)
+    spid_code: list         # per spid: (code before the river card, code after or None)
+    spid_labels: list       # per spid: action labels (decision nodes)
+    spid_owner: np.ndarray  # per spid: kind of the node
+
+
+def _template(cfg: PokerSubgameSpec) -> _Template:
+    first = _street_tree(cfg, 0.0, last=cfg.street == "river")
+    n0 = len(first)
+    parent = [np.array(first.parent, np.int64)]
+    action = [np.array(first.action, np.int64)]
+    kind = [np.array(first.kind, np.int8)]
+    fold = [np.array(first.fold, np.float64)]
+    sd = [np.array(first.sd, np.float64)]
+    slot = [np.full(n0, -1, np.int64)]
+    spid = [np.arange(n0, dtype=np.int64)]
+    prob = [np.ones(n0)]
+    codes = [(c, None) for c in first.code]
+    labels = list(first.labels)
+    owner = list(first.kind)
+    size = n0
+    nspid = n0
+    if cfg.street == "turn":
+        for c in range(n0):
+            if first.kind[c] != CHANCE:
+                continue
+            t = first.tot[c]
+            if first.allin[c]:
+                sub = _Tree()
+                sub.add(-1, -1, TERMINAL, "", t, sd=cfg.pot / 2 + t[0])
+            else:
+                sub = _street_tree(cfg, t[0], last=True)
+            m = len(sub)
+            lp = np.array(sub.parent, np.int64)
+            s = np.repeat(np.arange(RIVER_CARDS), m)
+            base = size + s * m
+            par = np.where(np.tile(lp, RIVER_CARDS) < 0, c, base + np.tile(lp, RIVER_CARDS))
+            act = np.where(np.tile(lp, RIVER_CARDS) < 0, s, np.tile(np.array(sub.action, np.int64), RIVER_CARDS))
+            parent.append(par)
+            action.append(act)
+            kind.append(np.tile(np.array(sub.kind, np.int8), RIVER_CARDS))
+            fold.append(np.tile(np.array(sub.fold), RIVER_CARDS))
+            sd.append(np.tile(np.array(sub.sd), RIVER_CARDS))
+            slot.append(s)
+            spid.append(nspid + np.tile(np.arange(m), RIVER_CARDS))
+            prob.append(np.where(np.tile(lp, RIVER_CARDS) < 0, 1.0 / RIVER_CARDS, 1.0))
+            codes += [(first.code[c], rc) for rc in sub.code]
+            labels += list(sub.labels)
+            owner += list(sub.kind)
+            size += m * RIVER_CARDS
+            nspid += m
+    return _Template(
+        parent=np.concatenate(parent), action=np.concatenate(action), kind=np.concatenate(kind),
+        fold=np.concatenate(fold), sd=np.concatenate(sd), slot=np.concatenate(slot),
+        spid=np.concatenate(spid), prob=np.concatenate(prob), spid_code=codes, spid_labels=labels,
+        spid_owner=np.array(owner, np.int8))
+
+
+def _bfs_levels(parent: np.ndarray) -> list[np.ndarray]:
+    """Template nodes by depth; each level ordered by (parent position, action)."""
+    levels = [np.array([0], np.int64)]
+    pos = np.zeros(parent.size, np.int64)
+    depth = np.zeros(parent.size, np.int64)
+    for i in range(1, parent.size):            # parents precede children
+        depth[i] = depth[parent[i]] + 1
+    for d in range(1, int(depth.max()) + 1):
+        nodes = np.flatnonzero(depth == d)
+        prev = levels[-1]
+        pos[prev] = np.arange(prev.size)
+        nodes = nodes[np.lexsort((np.arange(nodes.size), pos[parent[nodes]]))]
+        levels.append(nodes)
+    return levels
+
+
+# ----------------------------------------------------------------------------------------
+# Deals and showdowns.
+
+
+def subgame_deals(cfg: PokerSubgameSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chance root's deals: `(hand0 [D], hand1 [D], prob [D])`, combo indices.
+
+    Pairs of combos with positive weight that share no card, ordered by (hand0,
+    hand1); `prob` is proportional to `w0[hand0] * w1[hand1]` and sums to 1.
+    """
+    w0, w1 = cfg.ranges()
+    h0 = np.flatnonzero(w0 > 0)
+    h1 = np.flatnonzero(w1 > 0)
+    ok = ~combos_conflict(h0[:, None], h1[None, :])
+    i, j = np.nonzero(ok)
+    if i.size == 0:
+        raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
+    a, b = h0[i], h1[j]
+    p = w0[a] * w1[b]
+    total = p.sum()
+    if not total > 0 or not math.isfinite(total):
+        raise PokerSpecError(f"{cfg.name}: the deal weights sum to {total}")
+    return a, b, p / total
+
+
+def _river_cards(board: np.ndarray, h0: np.ndarray, h1: np.ndarray) -> np.ndarray:
+    """`[D, 44]` live river cards of each turn deal, ascending."""
+    rest = np.setdiff1d(np.arange(52), board)                          # 48 cards
+    held = np.concatenate([COMBOS[h0], COMBOS[h1]], axis=1)            # [D, 4]
+    alive = ~(rest[None, :, None] == held[:, None, :]).any(-1)         # [D, 48]
+    return np.broadcast_to(rest, alive.shape)[alive].reshape(-1, RIVER_CARDS)
+
+
+def _showdown_signs(cfg, board, h0, h1, cards):
+    """Sign of player 0's showdown result: `[D]` (river) or `[D, 44]` (turn), int8."""
+    hands = np.union1d(h0, h1)
+    if cards is None:
+        cards7 = np.concatenate([np.broadcast_to(board, (hands.size, 5)), COMBOS[hands]], axis=1)
+        value = np.zeros(NUM_COMBOS, np.int64)
+        value[hands] = evaluate(cards7)
+        return np.sign(value[h0] - value[h1]).astype(np.int8)
+    rest = np.setdiff1d(np.arange(52), board)
+    hb = np.concatenate([np.broadcast_to(board, (hands.size, 4)), COMBOS[hands]], axis=1)  # [H, 6]
+    cards7 = np.concatenate([np.repeat(hb[:, None, :], rest.size, 1),
+                             np.broadcast_to(rest[None, :, None], (hands.size, rest.size, 1))], axis=2)
+    blocked = (COMBOS[hands][:, None, :] == rest[None, :, None]).any(-1)
+    cards7 = np.where(blocked[..., None], np.array([0, 4, 9, 14, 19, 24, 29]), cards7)  # dummy distinct cards
+    value = np.zeros((NUM_COMBOS, 52), np.int64)
+    value[hands[:, None], rest[None, :]] = evaluate(cards7)
+    return np.sign(value[h0[:, None], cards] - value[h1[:, None], cards]).astype(np.int8)
+
+
+# ----------------------------------------------------------------------------------------
+# The builder.
+
+
+def build_spec(config: PokerSubgameSpec) -> GameSpec:
+    """Build (and validate) the `GameSpec` of a river or turn subgame.
+
+    Node 0 is the chance root; the tree is stored breadth-first. Metadata (config
+    summary, deals, counts the paper's way, build time) goes to
+    `spec.source["poker"]`.
+    """
+    t_start = time.perf_counter()
+    cfg = config
+    board = cfg.board_cards
+    h0, h1, prob = subgame_deals(cfg)
+    D = h0.size
+    tpl = _template(cfg)
+    levels = _bfs_levels(tpl.parent)
+    turn = cfg.street == "turn"
+    cards = _river_cards(board, h0, h1) if turn else None
+    sign = _showdown_signs(cfg, board, h0, h1, cards)
+
+    sizes = [lv.size for lv in levels]
+    starts = np.concatenate([[1], 1 + D * np.cumsum(sizes)]).astype(np.int64)
+    N = int(starts[-1])
+    parent = np.empty(N, np.int64)
+    action = np.empty(N, np.int64)
+    kind = np.empty(N, np.int8)
+    infoset = np.empty(N, np.int64)
+    chance_prob = np.empty(N, np.float64)
+    payoff = np.empty(N, np.float64)
+    parent[0], action[0], kind[0], infoset[0], chance_prob[0], payoff[0] = -1, -1, CHANCE, -1, 1.0, 0.0
+
+    ncard = 53 if turn else 1
+    hands = (h0, h1)
+    # Dense infoset key: ((spid * ncard + card) * 1326 + own hand); remapped to 0..I-1 below.
+    pos = np.zeros(tpl.parent.size, np.int64)
+    darange = np.arange(D, dtype=np.int64)
+    for li, lv in enumerate(levels):
+        n = lv.size
+        lo, hi = int(starts[li]), int(starts[li + 1])
+        pos[lv] = np.arange(n)
+        if li == 0:
+            parent[lo:hi] = 0
+            action[lo:hi] = darange
+            chance_prob[lo:hi] = prob
+        else:
+            ppos = pos[tpl.parent[lv]]
+            pstart = int(starts[li - 1])
+            np.add(pstart + darange[:, None] * sizes[li - 1], ppos[None, :], out=parent[lo:hi].reshape(D, n))
+            action[lo:hi].reshape(D, n)[:] = tpl.action[lv][None, :]
+            chance_prob[lo:hi].reshape(D, n)[:] = tpl.prob[lv][None, :]
+        kind[lo:hi].reshape(D, n)[:] = tpl.kind[lv][None, :]
+        # Payoffs.
+        pay = payoff[lo:hi].reshape(D, n)
+        pay[:] = tpl.fold[lv][None, :]
+        sdcols = np.flatnonzero(tpl.sd[lv] != 0)
+        if sdcols.size:
+            stake = tpl.sd[lv][sdcols]
+            if turn:
+                sl = tpl.slot[lv][sdcols]
+                pay[:, sdcols] += stake[None, :] * sign[:, sl]
+            else:
+                pay[:, sdcols] += stake[None, :] * sign[:, None]
+        # Information sets (dense keys for now).
+        inf = infoset[lo:hi].reshape(D, n)
+        inf[:] = -1
+        for p in (PLAYER0, PLAYER1):
+            cols = np.flatnonzero(tpl.kind[lv] == p)
+            if not cols.size:
+                continue
+            sp = tpl.spid[lv][cols]
+            if turn:
+                sl = tpl.slot[lv][cols]
+                card = np.where(sl[None, :] >= 0, cards[:, np.maximum(sl, 0)], 52)
+                key = (sp[None, :] * ncard + card) * NUM_COMBOS
+            else:
+                key = np.broadcast_to((sp * NUM_COMBOS)[None, :], (D, cols.size))
+            inf[:, cols] = key + hands[p][:, None]
+
+    # Compact the dense keys to infoset ids 0..I-1 (sorted by key).
+    nkeys = len(tpl.spid_code) * ncard * NUM_COMBOS
+    dec = np.flatnonzero(kind <= PLAYER1)
+    used = np.zeros(nkeys, bool)
+    used[infoset[dec]] = True
+    used_keys = np.flatnonzero(used)
+    remap = np.full(nkeys, -1, np.int32 if used_keys.size < 2**31 else np.int64)
+    remap[used_keys] = np.arange(used_keys.size)
+    infoset[dec] = remap[infoset[dec]]
+    del remap, used, dec
+
+    k_hand = used_keys % NUM_COMBOS
+    k_card = (used_keys // NUM_COMBOS) % ncard
+    k_spid = used_keys // (NUM_COMBOS * ncard)
+    keys, names, owners = [], [], tpl.spid_owner[k_spid]
+    for s, c, h, o in zip(k_spid.tolist(), k_card.tolist(), k_hand.tolist(), owners.tolist()):
+        before, after = tpl.spid_code[s]
+        seq = before if after is None else f"{before}/{CARD_NAMES[c]}/{after}"
+        keys.append(f"P{o}|{combo_str(h)}|{seq}")
+        names.append(tpl.spid_labels[s])
+
+    paper = _paper_sizes(tpl, h0, h1, cards)
+    meta = {
+        "street": cfg.street,
+        "board": cfg.board,
+        "pot": cfg.pot,
+        "stack": cfg.stack,
+        "bet_fractions": list(cfg.bet_fractions),
+        "raise_fractions": list(cfg.raise_sizes),
+        "raise_cap": cfg.raise_cap,
+        "random_hands": cfg.random_hands,
+        "seed": cfg.seed,
+        "deals": int(D),
+        "hands": [int(np.unique(h0).size), int(np.unique(h1).size)],
+        "public_nodes_per_deal": int(np.count_nonzero(tpl.kind != CHANCE)),
+        "paper_infosets": paper["infosets"],
+        "paper_states": paper["states"],
+    }
+    if cfg.source:
+        meta.update(dict(cfg.source))
+    build_s = time.perf_counter() - t_start
+    spec = GameSpec(parent=parent, action=action, kind=kind, infoset=infoset, chance_prob=chance_prob,
+                    payoff=payoff, infoset_player=owners.astype(np.int8), infoset_keys=tuple(keys),
+                    action_names=tuple(names), name=cfg.name, source={"poker": meta})
+    meta["arrays_s"] = round(build_s, 3)
+    meta["build_s"] = round(time.perf_counter() - t_start, 3)
+    return spec
+
+
+def _paper_sizes(tpl: _Template, h0, h1, cards) -> dict:
+    """Infosets / States the paper's way, by counting distinct (player, hand, public node)."""
+    nonchance = tpl.kind != CHANCE
+    D = h0.size
+    states = int(D * np.count_nonzero(nonchance))
+    pre = int(np.count_nonzero(nonchance & (tpl.slot < 0)))
+    per_slot = int(np.count_nonzero(nonchance & (tpl.slot >= 0))) // RIVER_CARDS if cards is not None else 0
+    infosets = 0
+    for h in (h0, h1):
+        infosets += np.unique(h).size * pre
+        if cards is not None:
+            seen = np.zeros((NUM_COMBOS, 52), bool)
+            seen[np.repeat(h, RIVER_CARDS), cards.ravel()] = True
+            infosets += int(seen.sum()) * per_slot
+    return {"infosets": int(infosets), "states": states}
+
+
+def count_paper_sizes(spec: GameSpec) -> dict:
+    """Sizes of a subgame built by `build_spec`, counted the paper's way.
+
+    Returns a dict with `infosets` (pairs (player, information set) over non-chance
+    histories, terminals included), `states` (non-chance histories), `nodes`, `deals`,
+    `public_nodes_per_deal` and `decision_infosets` (the GameSpec's own infosets).
+    States is recounted from `spec.kind`; Infosets comes from the builder's count of
+    distinct (player, hand, public node) triples (stored in `spec.source["poker"]`).
+    """
+    meta = (spec.source or {}).get("poker")
+    if meta is None or "paper_infosets" not in meta:
+        raise PokerSpecError(f"{spec.name}: not a poker subgame built by cfrjax.games.poker.build_spec")
+    states = int(np.count_nonzero(spec.kind != CHANCE))
+    if states != meta["paper_states"]:
+        raise PokerSpecError(f"{spec.name}: {states} non-chance nodes, but the builder recorded {meta['paper_states']}")
+    return {
+        "infosets": int(meta["paper_infosets"]),
+        "states": states,
+        "nodes": spec.num_nodes,
+        "deals": int(meta["deals"]),
+        "public_nodes_per_deal": int(meta["public_nodes_per_deal"]),
+        "decision_infosets": spec.num_infosets,
+    }
+
+
+# ----------------------------------------------------------------------------------------
+# TOML spec files.
+
+_TOML_KEYS = {
+    "name", "board", "pot", "stack", "bet_fractions", "raise_fractions", "raise_cap",
+    "range0", "range1", "player0", "player1", "random_hands", "seed", "libratus", "top_n", "game", "kind",
+}
+
+
+def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "spec") -> PokerSubgameSpec:
+    """A `PokerSubgameSpec` from a (TOML-shaped) mapping.
+
+    Keys may sit at the top level or in `[betting]` / `[ranges]` tables: `name`,
+    `board`, `pot`, `stack`, `bet_fractions`, `raise_fractions`, `raise_cap` (an
+    integer, or "unlimited"), `range0` / `player0`, `range1` / `player1` (a range
+    string, a table hand -> weight or an array of hands), `random_hands`, `seed`,
+    and `libratus = "path/to/subgameN.txt"` with optional `top_n` (board, pot, ranges
+    and bet abstraction from the Libratus file; other keys override).
+    """
+    flat: dict = {}
+    for k, v in d.items():
+        if k in ("betting", "ranges", "game_config") and isinstance(v, Mapping):
+            for k2, v2 in v.items():
+                if k2 in flat:
+                    raise PokerSpecError(f"{where}: key {k2!r} given twice")
+                flat[k2] = v2
+        else:
+            if k in flat:
+                raise PokerSpecError(f"{where}: key {k!r} given twice")
+            flat[k] = v
+    unknown = sorted(set(flat) - _TOML_KEYS)
+    if unknown:
+        raise PokerSpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_TOML_KEYS)}")
+    kind = flat.pop("game", flat.pop("kind", "poker_subgame"))
+    if kind not in ("poker_subgame", "hunl_subgame", "poker"):
+        raise PokerSpecError(f"{where}: game = {kind!r} is not a poker subgame")
+    for a, b in (("player0", "range0"), ("player1", "range1")):
+        if a in flat:
+            if b in flat:
+                raise PokerSpecError(f"{where}: give {a} or {b}, not both")
+            flat[b] = flat.pop(a)
+    if flat.get("raise_cap") in ("unlimited", "none", "None", -1):
+        flat["raise_cap"] = None
+    kw = dict(flat)
+    lib = kw.pop("libratus", None)
+    top_n = kw.pop("top_n", None)
+    try:
+        if lib is not None:
+            from cfrjax.games.poker.libratus import load_libratus_endgame
+            path = lib if os.path.isabs(lib) or base_dir is None else os.path.join(base_dir, lib)
+            return load_libratus_endgame(path, top_n=top_n, **kw)
+        if top_n is not None:
+            raise PokerSpecError(f"{where}: top_n only applies to a libratus endgame")
+        if "board" not in kw:
+            raise PokerSpecError(f"{where}: missing key 'board'")
+        return PokerSubgameSpec(**kw)
+    except PokerSpecError as e:
+        raise PokerSpecError(f"{where}: {e}") from None
+
+
+def load_poker_config(path: str | os.PathLike, **overrides) -> PokerSubgameSpec:
+    """Read a poker subgame TOML file into a `PokerSubgameSpec` (`overrides` replace keys)."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise PokerSpecError(f"{path}: not valid TOML: {e}") from None
+    data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
+    data.update(overrides)
+    return config_from_dict(data, base_dir=os.path.dirname(os.path.abspath(path)), where=path)
+
+
+def load_poker_toml(path: str | os.PathLike, **overrides) -> GameSpec:
+    """Build the `GameSpec` described by a poker subgame TOML file (see `config_from_dict`)."""
+    return build_spec(load_poker_config(path, **overrides))

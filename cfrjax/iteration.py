@@ -1,0 +1,73 @@
+"""One CFR iteration as a pure function: `step(game, state) -> state`.
+
+Simultaneous order (paper, Algorithm 1): regret matching on all slots, one forward reach
+pass for both lanes, one backward value pass, instantaneous regrets flat over all decision
+edges, then the rule's regret update and the average update.
+
+Alternating order: the same body once per player, restricted to that player's slots and
+decision edges (contiguous halves), player 1's half seeing player 0's new regrets.
+
+The average is a running weighted mean: for the schedule `S_t = a_t S_{t-1} + b_t y_t` of
+`cfrjax.rules` with `W_t = a_t W_{t-1} + b_t`, we keep `M_t = S_t / W_t`, which obeys
+`M_t = M_{t-1} + (b_t / W_t)(y_t - M_{t-1})` whatever the decay `a_t`; here
+`y_t = pi_i(I) sigma_t(I, a)`. It equals the unnormalized sum divided by `W_t`, so the
+normalized average policy is the same, but each increment stays of the order of the
+values themselves: in float32 linear averaging keeps absorbing new iterations long
+after an unnormalized sum (which grows like t^2) would stall (paper, Proposition 4).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from cfrjax import passes, rules
+from cfrjax.game import CompiledGame
+from cfrjax.state import SolverState
+
+
+def _half(game: CompiledGame, state: SolverState, regret, avg, b_t, w_new, player):
+    """One (half-)update for `player` (0, 1, or None for both): new (regret, avg)."""
+    cfg = state.config
+    sigma = passes.regret_matching(game, regret)
+    sigma_ext = passes.extend(sigma)
+    reach = passes.reach(game, sigma_ext)
+    vals = passes.values(game, sigma_ext)
+    reach_flat = reach.reshape(-1)
+    if player is None:
+        lo, hi, slo, shi = 0, game.num_decision_edges, 0, game.num_slots
+    elif player == 0:
+        lo, hi, slo, shi = 0, game.dec_split, 0, game.slot_split
+    else:
+        lo, hi, slo, shi = game.dec_split, game.num_decision_edges, game.slot_split, game.num_slots
+    new_regret = rules.after_update(cfg, passes.accumulate_regret(game, regret[slo:shi], reach_flat, vals, lo, hi, slo))
+    y = reach_flat[game.slot_own_reach[slo:shi]] * sigma[slo:shi]
+    old = avg[slo:shi]
+    # W_t may be 0 only if b_t = 0 (no weight this iteration): keep the old mean then.
+    coef = jnp.where(w_new > 0, b_t / jnp.where(w_new > 0, w_new, 1), 0.0)
+    new_avg = old + coef * (y - old)
+    regret = jnp.concatenate([regret[:slo], new_regret, regret[shi:]])
+    avg = jnp.concatenate([avg[:slo], new_avg, avg[shi:]])
+    return regret, avg
+
+
+def step(game: CompiledGame, state: SolverState) -> SolverState:
+    """One iteration of the configured rule and order. Pure; jit- and vmap-friendly.
+
+    Args:
+      game: the compiled game (leaves: index arrays; static: sizes).
+      state: the solver state; its `config` (static) selects rule, order and averaging.
+
+    Returns:
+      The state after iteration `state.iteration + 1`.
+    """
+    cfg = state.config
+    dt = jnp.dtype(cfg.dtype)
+    t_int = state.iteration + 1
+    t = t_int.astype(dt)
+    a_t, b_t = rules.average_step(cfg, t)
+    w_new = a_t * state.avg_weight + b_t
+    regret, avg = state.regret, state.avg
+    players = (None,) if cfg.order == "simultaneous" else (0, 1)
+    for p in players:
+        regret, avg = _half(game, state, regret, avg, b_t, w_new, p)
+    return SolverState(regret=regret, avg=avg, avg_weight=w_new, iteration=t_int, config=cfg)

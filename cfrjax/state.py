@@ -1,0 +1,70 @@
+"""SolverState: the numbers that change between iterations, and `init`.
+
+The configuration (rule, order, averaging, dtype) is static metadata of the pytree, so
+`jax.jit(cfrjax.step)` retraces only when it changes and `vmap` over a batch of states
+(leading axis on every leaf) works.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from cfrjax.game import CompiledGame
+from cfrjax.rules import Config
+
+
+@dataclasses.dataclass(frozen=True)
+class SolverState:
+    """Solver state.
+
+    Attributes:
+      regret: `[S]` cumulative regrets.
+      avg: `[S]` running weighted mean of the reach-weighted strategies
+        `pi_i(I) sigma_t(I, a)`; normalized per information set it is the average policy.
+      avg_weight: `[]` total averaging weight `W_t` so far.
+      iteration: `[]` int32, completed iterations.
+      config: `Config` (static).
+    """
+
+    regret: Any
+    avg: Any
+    avg_weight: Any
+    iteration: Any
+    config: Config = dataclasses.field(metadata=dict(static=True), default=Config())
+
+
+jax.tree_util.register_dataclass(
+    SolverState, data_fields=["regret", "avg", "avg_weight", "iteration"], meta_fields=["config"])
+
+
+def resolve_dtype(dtype) -> str:
+    """The dtype name to solve in: the default float (float64 under x64) when `None`."""
+    if dtype is None:
+        return "float64" if jax.config.jax_enable_x64 else "float32"
+    name = jnp.dtype(dtype).name
+    if name == "float64" and not jax.config.jax_enable_x64:
+        raise ValueError("dtype 'float64' needs 64-bit JAX: call jax.config.update('jax_enable_x64', True) "
+                         "at program start (cfrjax never flips this global switch for you)")
+    return name
+
+
+def init(game: CompiledGame, rule: str = "cfr+", order: str = "simultaneous",
+         averaging: str = "linear", dtype=None) -> SolverState:
+    """A fresh solver state: zero regrets, empty average, iteration 0.
+
+    Args:
+      game: the compiled game.
+      rule: `"cfr"` or `"cfr+"`.
+      order: `"simultaneous"` or `"alternating"`.
+      averaging: `"uniform"` or `"linear"`.
+      dtype: `"float32"`, `"float64"` or `None` (JAX's default float).
+    """
+    config = Config(rule=rule, order=order, averaging=averaging, dtype=resolve_dtype(dtype))
+    dt = jnp.dtype(config.dtype)
+    zeros = jnp.zeros(game.num_slots, dt)
+    return SolverState(regret=zeros, avg=zeros, avg_weight=jnp.zeros((), dt),
+                       iteration=jnp.zeros((), jnp.int32), config=config)
