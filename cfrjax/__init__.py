@@ -5,6 +5,7 @@ from cfrjax.compile import compile_game
 from cfrjax.game import CompiledGame, GameLabels, save_game
 from cfrjax.iteration import step
 from cfrjax.load import load_game
+from cfrjax import policy
 from cfrjax.policy import average_policy, current_policy, uniform_policy
 from cfrjax.rules import Config
 from cfrjax.solve import Trace, solve

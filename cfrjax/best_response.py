@@ -47,16 +47,19 @@ def best_response_value(game: CompiledGame, policy, player: int):
     return v0 if player == 0 else -v0
 
 
+@jax.jit
 def best_response_values(game: CompiledGame, policy):
     """`[2]` best-response values of both players against `policy`."""
     return jnp.stack([best_response_value(game, policy, 0), best_response_value(game, policy, 1)])
 
 
+@jax.jit
 def exploitability(game: CompiledGame, policy):
     """NashConv / 2 of `policy` `[S]`: the mean gain of the two best responses. Exact."""
     return 0.5 * jnp.sum(best_response_values(game, policy))
 
 
+@jax.jit
 def expected_value(game: CompiledGame, policy):
     """Player 0's expected payoff when both play `policy` `[S]` (in the source's units)."""
     v0 = passes.values(game, passes.extend(policy))[0]

@@ -25,6 +25,12 @@ from cfrjax.game import CompiledGame
 from cfrjax.state import SolverState
 
 
+def running_mean_update(mean, y, b_t, w_t):
+    """`M_t = M_{t-1} + (b_t / W_t)(y_t - M_{t-1})`; keeps `M` when `W_t = 0` (no weight yet)."""
+    coef = jnp.where(w_t > 0, b_t / jnp.where(w_t > 0, w_t, 1), 0.0)
+    return mean + coef * (y - mean)
+
+
 def _half(game: CompiledGame, state: SolverState, regret, avg, b_t, w_new, player):
     """One (half-)update for `player` (0, 1, or None for both): new (regret, avg)."""
     cfg = state.config
@@ -41,10 +47,7 @@ def _half(game: CompiledGame, state: SolverState, regret, avg, b_t, w_new, playe
         lo, hi, slo, shi = game.dec_split, game.num_decision_edges, game.slot_split, game.num_slots
     new_regret = rules.after_update(cfg, passes.accumulate_regret(game, regret[slo:shi], reach_flat, vals, lo, hi, slo))
     y = reach_flat[game.slot_own_reach[slo:shi]] * sigma[slo:shi]
-    old = avg[slo:shi]
-    # W_t may be 0 only if b_t = 0 (no weight this iteration): keep the old mean then.
-    coef = jnp.where(w_new > 0, b_t / jnp.where(w_new > 0, w_new, 1), 0.0)
-    new_avg = old + coef * (y - old)
+    new_avg = running_mean_update(avg[slo:shi], y, b_t, w_new)
     regret = jnp.concatenate([regret[:slo], new_regret, regret[shi:]])
     avg = jnp.concatenate([avg[:slo], new_avg, avg[shi:]])
     return regret, avg

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 from cfrjax import passes
@@ -16,11 +17,13 @@ def normalize(game: CompiledGame, weights):
     return jnp.where(total > 0, weights / safe, game.slot_uniform.astype(weights.dtype))
 
 
+@jax.jit
 def average_policy(game: CompiledGame, state: SolverState):
     """The average strategy (the one that converges to equilibrium), `[S]`."""
     return normalize(game, state.avg)
 
 
+@jax.jit
 def current_policy(game: CompiledGame, state: SolverState):
     """The strategy the next iteration will play (regret matching of the regrets), `[S]`."""
     return passes.regret_matching(game, state.regret)

@@ -235,7 +235,7 @@ def _validate(spec: GameSpec) -> None:
     chance_nodes = np.flatnonzero(spec.kind == CHANCE)
     bad = chance_nodes[np.abs(sums[chance_nodes] - 1.0) > PROB_TOL]
     if bad.size:
-        _fail(spec, bad[0], f"chance probabilities sum to {sums[bad[0]]!r}, not 1")
+        _fail(spec, bad[0], f"chance probabilities sum to {float(sums[bad[0]])!r}, not 1")
     other = nonroot[spec.kind[par] != CHANCE]
     if np.any(spec.chance_prob[other] != 1.0) or spec.chance_prob[root] != 1.0:
         bad = np.concatenate([other[spec.chance_prob[other] != 1.0], [root] if spec.chance_prob[root] != 1.0 else []]).astype(int)
