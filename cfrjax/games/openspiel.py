@@ -34,7 +34,7 @@ def load_openspiel_game(game):
         try:
             game = pyspiel.load_game(game)
         except Exception as e:  # pyspiel raises a bare SpielError/RuntimeError
-            raise SpecError(f"OpenSpiel cannot load game {game!r}: {e}") from None
+            raise SpecError(f"OpenSpiel cannot load game {game!r}: {str(e).splitlines()[0]}") from None
     gtype = game.get_type()
     name = str(game)
     if game.num_players() != 2:

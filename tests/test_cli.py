@@ -1,0 +1,28 @@
+"""The command line: JSON record, errors as one line with a non-zero exit code."""
+
+import json
+import subprocess
+import sys
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, "-m", "cfrjax", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_solve_json():
+    out = _run("solve", "kuhn_poker", "--iterations", "200", "--order", "alternating", "--eval-every", "50", "--json")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout.strip().splitlines()[-1])
+    for key in ("game", "rule", "order", "averaging", "dtype", "iterations", "exploitability", "value", "nodes",
+                "infosets", "slots", "depth", "device", "compile_s", "solve_s", "ms_per_iter"):
+        assert key in record
+    assert record["iterations"] == 200 and record["nodes"] == 58 and record["infosets"] == 12
+    assert 0 < record["exploitability"] < 1e-2
+
+
+def test_unknown_game_is_one_line_error():
+    out = _run("solve", "no_such_game")
+    assert out.returncode != 0
+    lines = [l for l in out.stderr.splitlines() if l.startswith("cfrjax: error")]
+    assert len(lines) == 1 and "no_such_game" in lines[0]
+    assert "Traceback" not in out.stderr
