@@ -14,6 +14,16 @@ The average is a running weighted mean: for the schedule `S_t = a_t S_{t-1} + b_
 normalized average policy is the same, but each increment stays of the order of the
 values themselves: in float32 linear averaging keeps absorbing new iterations long
 after an unnormalized sum (which grows like t^2) would stall (paper, Proposition 4).
+
+Rule hooks (`cfrjax.rules`): `discount` on the cumulative regret before the passes (with
+the previous iteration count), `strategy_regret` (what regret matching sees: the regret,
+or regret plus prediction for the predictive rules), `after_update` once the
+instantaneous regret is added, and `average_step` for the average. Predictive rules keep
+this iteration's instantaneous regret as the next prediction (`SolverState.prediction`;
+under alternating order per player's half). Under alternating order PDCFR+'s player 1
+half sees player 0's regrets with the discount of iteration t already applied (as OpenSpiel
+and the reference, which discount at the end of each half): player 0's actual next
+strategy.
 """
 
 from __future__ import annotations
@@ -31,10 +41,15 @@ def running_mean_update(mean, y, b_t, w_t):
     return mean + coef * (y - mean)
 
 
-def _half(game: CompiledGame, state: SolverState, regret, avg, b_t, w_new, player):
-    """One (half-)update for `player` (0, 1, or None for both): new (regret, avg)."""
+def _half(game: CompiledGame, state: SolverState, regret, avg, pred, b_t, w_new, player, t):
+    """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, prediction)."""
     cfg = state.config
-    sigma = passes.regret_matching(game, regret)
+    seen = regret
+    if player == 1 and cfg.rule in rules.PREDICTIVE:
+        # Player 0 already finished iteration t: it plays with its pending discount (for
+        # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
+        seen = jnp.concatenate([rules.discount(cfg, regret[:game.slot_split], t), regret[game.slot_split:]])
+    sigma = passes.regret_matching(game, rules.strategy_regret(cfg, seen, pred))
     sigma_ext = passes.extend(sigma)
     reach = passes.reach(game, sigma_ext)
     vals = passes.values(game, sigma_ext)
@@ -45,12 +60,18 @@ def _half(game: CompiledGame, state: SolverState, regret, avg, b_t, w_new, playe
         lo, hi, slo, shi = 0, game.dec_split, 0, game.slot_split
     else:
         lo, hi, slo, shi = game.dec_split, game.num_decision_edges, game.slot_split, game.num_slots
-    new_regret = rules.after_update(cfg, passes.accumulate_regret(game, regret[slo:shi], reach_flat, vals, lo, hi, slo))
+    if cfg.rule in rules.PREDICTIVE:
+        inst = passes.accumulate_regret(game, jnp.zeros_like(regret[slo:shi]), reach_flat, vals, lo, hi, slo)
+        new_regret = rules.after_update(cfg, regret[slo:shi] + inst)
+        pred = jnp.concatenate([pred[:slo], inst, pred[shi:]])
+    else:  # edges added one by one into the cumulative regret, as OpenSpiel rounds
+        new_regret = rules.after_update(
+            cfg, passes.accumulate_regret(game, regret[slo:shi], reach_flat, vals, lo, hi, slo))
     y = reach_flat[game.slot_own_reach[slo:shi]] * sigma[slo:shi]
     new_avg = running_mean_update(avg[slo:shi], y, b_t, w_new)
     regret = jnp.concatenate([regret[:slo], new_regret, regret[shi:]])
     avg = jnp.concatenate([avg[:slo], new_avg, avg[shi:]])
-    return regret, avg
+    return regret, avg, pred
 
 
 def step(game: CompiledGame, state: SolverState) -> SolverState:
@@ -69,8 +90,9 @@ def step(game: CompiledGame, state: SolverState) -> SolverState:
     t = t_int.astype(dt)
     a_t, b_t = rules.average_step(cfg, t)
     w_new = a_t * state.avg_weight + b_t
-    regret, avg = state.regret, state.avg
+    regret = rules.discount(cfg, state.regret, state.iteration.astype(dt))
+    avg, pred = state.avg, state.prediction
     players = (None,) if cfg.order == "simultaneous" else (0, 1)
     for p in players:
-        regret, avg = _half(game, state, regret, avg, b_t, w_new, p)
-    return SolverState(regret=regret, avg=avg, avg_weight=w_new, iteration=t_int, config=cfg)
+        regret, avg, pred = _half(game, state, regret, avg, pred, b_t, w_new, p, t)
+    return SolverState(regret=regret, avg=avg, avg_weight=w_new, iteration=t_int, prediction=pred, config=cfg)

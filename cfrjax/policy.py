@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from cfrjax import passes
+from cfrjax import passes, rules
 from cfrjax.game import CompiledGame
 from cfrjax.state import SolverState
 
@@ -25,8 +25,11 @@ def average_policy(game: CompiledGame, state: SolverState):
 
 @jax.jit
 def current_policy(game: CompiledGame, state: SolverState):
-    """The strategy the next iteration will play (regret matching of the regrets), `[S]`."""
-    return passes.regret_matching(game, state.regret)
+    """The strategy the next iteration will play, `[S]`: regret matching of the regrets
+    after the rule's pending discount (plus the prediction for predictive rules)."""
+    cfg = state.config
+    regret = rules.discount(cfg, state.regret, state.iteration.astype(state.regret.dtype))
+    return passes.regret_matching(game, rules.strategy_regret(cfg, regret, state.prediction))
 
 
 def uniform_policy(game: CompiledGame, dtype=None):

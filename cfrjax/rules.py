@@ -1,25 +1,83 @@
 """Update rules as small hooks on the one shared iteration (paper, section 3, appendix H step 9).
 
-A rule decides only how the two accumulators evolve; the tree passes are shared:
-  * `after_update` — the "after" hook on the cumulative regret once the iteration's
-    instantaneous regret is added (CFR keeps it; CFR+ clamps it at zero).
-  * `average_step` — the averaging schedule: the weight `b_t` of iteration `t`'s
+A rule decides only how the accumulators evolve; the tree passes are shared. With
+`t` the 1-based index of the iteration being run (so `t - 1` completed iterations):
+
+  * `discount` -- the "discount" hook on the cumulative regret *before* the passes, with
+    the previous iteration count `t - 1` (identity for CFR, CFR+, PCFR+).
+  * `strategy_regret` -- what regret matching is applied to: the (discounted) cumulative
+    regret, or, for the predictive rules, the regret plus the prediction `m_t = r_{t-1}`
+    (the last instantaneous regret, kept in `SolverState.prediction`).
+  * `after_update` -- the "after" hook on the cumulative regret once the iteration's
+    instantaneous regret is added (CFR, LCFR, DCFR keep it; CFR+, PCFR+, PDCFR+ clamp it
+    at zero).
+  * `average_step` -- the averaging schedule: the weight `b_t` of iteration `t`'s
     reach-weighted strategy and the decay `a_t` of what came before.
 
 The strategy average is kept as a running weighted mean rather than an unnormalized sum
-(see `cfrjax.iteration`), so only the ratio `b_t / W_t` enters the state.
+(see `cfrjax.iteration`), so only the ratio `b_t / W_t` enters the state and the decay
+`a_t` matters only through `W_t = a_t W_{t-1} + b_t`.
+
+Rules (`r_t`: instantaneous regret of iteration t, `R_t`: cumulative regret stored after
+it, `[x]^+ = max(x, 0)`, `RM`: regret matching, `d_x(n) = n^x / (n^x + 1)`):
+
+  * `cfr`: `sigma_t = RM(R_{t-1})`, `R_t = R_{t-1} + r_t`; averaging uniform or linear.
+  * `cfr+` (Tammelin 2014): as `cfr` with `R_t = [R_{t-1} + r_t]^+`.
+  * `lcfr` (linear CFR, Brown & Sandholm 2019): `R_t = R_{t-1} (t-1)/t + r_t`, i.e. the
+    regrets are weighted by `t`; average weights `t` (`a_t = (t-1)/t, b_t = 1`, the same
+    running mean as `a_t = 1, b_t = t`). It is DCFR(1, 1, 1).
+  * `dcfr` (discounted CFR, Brown & Sandholm 2019, parameters alpha, beta, gamma,
+    defaults 1.5, 0, 2): before iteration t the positive entries of `R_{t-1}` are
+    multiplied by `d_alpha(t-1)` and the others by `d_beta(t-1)`; then
+    `R_t = R_{t-1}' + r_t`, `sigma_t = RM(R_{t-1}')`. The average is discounted by
+    `a_t = ((t-1)/t)^gamma` with `b_t = 1`, which makes iteration k's weight in the
+    average proportional to `k^gamma`.
+    Convention vs OpenSpiel's `discounted_cfr.py`: OpenSpiel discounts at the *end* of
+    iteration t with `d(t)` (positive test `R >= 0`), we at the start of iteration t + 1
+    with the same `d(t)`. The strategies played, the averages and hence every policy
+    are identical; the stored `SolverState.regret` after iteration t is OpenSpiel's
+    divided by the pending discount. (Under alternating updates OpenSpiel's player 1
+    half sees player 0's regrets already discounted by `d_alpha(t)`; regret matching is
+    invariant to scaling the positive part, so it plays the same strategy.) OpenSpiel
+    weights the average by `t^gamma`, the same normalized average as ours.
+  * `pcfr+` (predictive CFR+, Farina, Kroer & Sandholm 2021): `R_t = [R_{t-1} + r_t]^+`
+    as CFR+, strategy `sigma_t = RM([R_{t-1}]^+ + m_t)` with the prediction
+    `m_t = r_{t-1}` (`m_1 = 0`); averaging uniform or linear.
+  * `pdcfr+` (predictive discounted CFR+, Xu, Li, Li, Fu, Fu & Huang, IJCAI 2024,
+    "Minimizing Weighted Counterfactual Regret with Optimistic Online Mirror Descent",
+    eqs. for PDCFR+; parameters alpha, gamma, defaults 2.3, 5):
+        R_t         = [ R_{t-1} d_alpha(t-1) + r_t ]^+
+        sigma_{t+1} = RM([ R_t d_alpha(t) + r_t ]^+)        (prediction m_{t+1} = r_t)
+        avg weights : a_t = ((t-1)/t)^gamma, b_t = 1
+    i.e. the discount hook multiplies the (non-negative) regret by `d_alpha(t-1)` before
+    the passes and the strategy is matched against the discounted regret plus the
+    prediction.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax.numpy as jnp
 
-RULES = ("cfr", "cfr+")
+RULES = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "pdcfr+")
 ORDERS = ("simultaneous", "alternating")
 AVERAGING = ("uniform", "linear")
 DTYPES = ("float32", "float64")
+
+# Rules whose strategy is matched against regret + prediction (need the prediction buffer).
+PREDICTIVE = ("pcfr+", "pdcfr+")
+# Rules that clamp the cumulative regret at zero after each update.
+CLAMPED = ("cfr+", "pcfr+", "pdcfr+")
+# Default discount parameters per rule; rules absent here take none.
+PARAM_DEFAULTS = {
+    "lcfr": dict(alpha=1.0, beta=1.0, gamma=1.0),
+    "dcfr": dict(alpha=1.5, beta=0.0, gamma=2.0),
+    "pdcfr+": dict(alpha=2.3, beta=None, gamma=5.0),
+}
+# Rules whose averaging schedule is fixed by the rule (gamma), not by `averaging`.
+OWN_AVERAGING = ("lcfr", "dcfr", "pdcfr+")
 
 
 def _check(name: str, value, allowed) -> None:
@@ -27,35 +85,94 @@ def _check(name: str, value, allowed) -> None:
         raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(map(repr, allowed))}")
 
 
+def _number(name, value, minimum=None):
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and minimum is not None:
+        ok = value >= minimum
+    if not ok:
+        allowed = "a finite real number" + ("" if minimum is None else f" >= {minimum}")
+        raise ValueError(f"bad {name} {value!r}; allowed: {allowed}")
+    return float(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     """How the solver iterates: static, hashable, validated at construction.
 
     Attributes:
-      rule: `"cfr"` (regret matching) or `"cfr+"` (regret matching+, Tammelin 2014).
+      rule: one of `RULES` (see the module docstring for each rule's exact update).
       order: `"simultaneous"` (both players from one profile) or `"alternating"` (player
         0's half-update, then player 1's, which sees player 0's new strategy).
       averaging: `"uniform"` (`w_t = 1`) or `"linear"` (`w_t = t`, from the first
-        iteration, as in the paper and OpenSpiel's `CFRPlusSolver`).
+        iteration, as in the paper and OpenSpiel's `CFRPlusSolver`). For `lcfr`, `dcfr`
+        and `pdcfr+` the schedule is the rule's own (gamma) and only `"linear"` (the
+        default) is accepted.
       dtype: `"float32"` or `"float64"` (the latter needs `jax_enable_x64`).
+      alpha, beta, gamma: discount parameters of `dcfr` (defaults 1.5, 0, 2: alpha and
+        gamma finite and >= 0, beta any finite real) and `pdcfr+` (alpha, gamma; defaults
+        2.3, 5); `lcfr` is fixed at (1, 1, 1). `None` means the rule's default; giving one
+        to a rule that does not use it is an error.
     """
 
     rule: str = "cfr+"
     order: str = "simultaneous"
     averaging: str = "linear"
     dtype: str = "float32"
+    alpha: float | None = None
+    beta: float | None = None
+    gamma: float | None = None
 
     def __post_init__(self):
         _check("rule", self.rule, RULES)
         _check("order", self.order, ORDERS)
         _check("averaging", self.averaging, AVERAGING)
         _check("dtype", self.dtype, DTYPES)
+        if self.rule in OWN_AVERAGING and self.averaging != "linear":
+            raise ValueError(f"rule {self.rule!r} has its own averaging schedule; averaging must be "
+                             f"'linear' (the default), got {self.averaging!r}")
+        defaults = PARAM_DEFAULTS.get(self.rule, dict(alpha=None, beta=None, gamma=None))
+        for name in ("alpha", "beta", "gamma"):
+            value, default = getattr(self, name), defaults[name]
+            if value is None:
+                object.__setattr__(self, name, default)
+                continue
+            if default is None or self.rule == "lcfr":
+                users = [r for r, d in PARAM_DEFAULTS.items() if d[name] is not None and r != "lcfr"]
+                raise ValueError(f"rule {self.rule!r} takes no parameter {name} (got {value!r}); "
+                                 f"{name} is valid only for rules: {', '.join(map(repr, users))}")
+            object.__setattr__(self, name, _number(name, value, None if name == "beta" else 0.0))
+
+
+def _d(n, x):
+    """`n^x / (n^x + 1)` for `n >= 0`, with `n = 0` mapped to 1 (nothing to discount yet)."""
+    safe = jnp.where(n > 0, n, 1.0)
+    p = safe ** x
+    return jnp.where(n > 0, p / (p + 1.0), 1.0)
+
+
+def discount(config: Config, regret, t_prev):
+    """The discount hook, before the passes of iteration `t_prev + 1` (`t_prev` float)."""
+    if config.rule in ("lcfr", "dcfr"):
+        pos = _d(t_prev, config.alpha)
+        neg = _d(t_prev, config.beta)
+        return regret * jnp.where(regret > 0, pos, neg)
+    if config.rule == "pdcfr+":
+        return regret * _d(t_prev, config.alpha)
+    return regret
+
+
+def strategy_regret(config: Config, regret, prediction):
+    """What regret matching is applied to (after `discount`): `R`, or `[R]^+ + m` for the
+    predictive rules."""
+    if config.rule in PREDICTIVE:
+        return jnp.maximum(regret, 0.0) + prediction
+    return regret
 
 
 def after_update(config: Config, regret):
     """The after-hook, on the cumulative regret once this iteration's regret is added:
-    CFR keeps it, CFR+ clamps it at zero."""
-    if config.rule == "cfr+":
+    CFR, LCFR and DCFR keep it, CFR+, PCFR+ and PDCFR+ clamp it at zero."""
+    if config.rule in CLAMPED:
         return jnp.maximum(regret, 0.0)
     return regret
 
@@ -63,6 +180,8 @@ def after_update(config: Config, regret):
 def average_step(config: Config, t):
     """Averaging schedule at iteration `t` (1-based): `(a_t, b_t)` with `S_t = a_t S_{t-1} + b_t y_t`."""
     one = jnp.ones_like(t)
+    if config.rule in OWN_AVERAGING:
+        return ((t - 1.0) / t) ** config.gamma, one
     if config.averaging == "uniform":
         return one, one
     return one, t

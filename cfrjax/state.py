@@ -27,6 +27,8 @@ class SolverState:
         `pi_i(I) sigma_t(I, a)`; normalized per information set it is the average policy.
       avg_weight: `[]` total averaging weight `W_t` so far.
       iteration: `[]` int32, completed iterations.
+      prediction: `[S]` prediction buffer of the predictive rules (`pcfr+`, `pdcfr+`):
+        the last iteration's instantaneous regret; zeros (and unused) for other rules.
       config: `Config` (static).
     """
 
@@ -34,11 +36,12 @@ class SolverState:
     avg: Any
     avg_weight: Any
     iteration: Any
+    prediction: Any
     config: Config = dataclasses.field(metadata=dict(static=True), default=Config())
 
 
 jax.tree_util.register_dataclass(
-    SolverState, data_fields=["regret", "avg", "avg_weight", "iteration"], meta_fields=["config"])
+    SolverState, data_fields=["regret", "avg", "avg_weight", "iteration", "prediction"], meta_fields=["config"])
 
 
 def resolve_dtype(dtype) -> str:
@@ -53,18 +56,26 @@ def resolve_dtype(dtype) -> str:
 
 
 def init(game: CompiledGame, rule: str = "cfr+", order: str = "simultaneous",
-         averaging: str = "linear", dtype=None) -> SolverState:
+         averaging: str = "linear", dtype=None, *, alpha: float | None = None, beta: float | None = None,
+         gamma: float | None = None) -> SolverState:
     """A fresh solver state: zero regrets, empty average, iteration 0.
 
     Args:
       game: the compiled game.
-      rule: `"cfr"` or `"cfr+"`.
+      rule: one of `cfrjax.rules.RULES`: `"cfr"`, `"cfr+"`, `"lcfr"`, `"dcfr"`, `"pcfr+"`,
+        `"pdcfr+"` (exact updates in `cfrjax.rules`).
       order: `"simultaneous"` or `"alternating"`.
       averaging: `"uniform"` or `"linear"`.
       dtype: `"float32"`, `"float64"` or `None` (JAX's default float).
+      alpha, beta, gamma: discount parameters of `"dcfr"` / `"pdcfr+"` (`None`: the
+        rule's defaults; see `cfrjax.rules.Config`).
+
+    Raises:
+      ValueError: an unknown rule, order, averaging or dtype, or a bad parameter.
     """
-    config = Config(rule=rule, order=order, averaging=averaging, dtype=resolve_dtype(dtype))
+    config = Config(rule=rule, order=order, averaging=averaging, dtype=resolve_dtype(dtype),
+                    alpha=alpha, beta=beta, gamma=gamma)
     dt = jnp.dtype(config.dtype)
     zeros = jnp.zeros(game.num_slots, dt)
     return SolverState(regret=zeros, avg=zeros, avg_weight=jnp.zeros((), dt),
-                       iteration=jnp.zeros((), jnp.int32), config=config)
+                       iteration=jnp.zeros((), jnp.int32), prediction=zeros, config=config)

@@ -44,7 +44,8 @@ __all__ = [
     "regret_matching",
 ]
 
-RULES = ("cfr", "cfr+")
+RULES = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "pdcfr+")
+_DISCOUNT_DEFAULTS = {"lcfr": (1.0, 1.0, 1.0), "dcfr": (1.5, 0.0, 2.0), "pdcfr+": (2.3, None, 5.0)}
 AVERAGINGS = ("uniform", "linear")
 ORDERS = ("simultaneous", "alternating")
 
@@ -119,7 +120,7 @@ class ReferenceCFR:
     """
 
     def __init__(self, spec: GameSpec, rule: str = "cfr", averaging: str = "uniform",
-                 order: str = "simultaneous"):
+                 order: str = "simultaneous", alpha=None, beta=None, gamma=None):
         if rule not in RULES or averaging not in AVERAGINGS or order not in ORDERS:
             raise ValueError(f"bad options rule={rule!r} averaging={averaging!r} order={order!r}; "
                              f"expected {RULES}, {AVERAGINGS}, {ORDERS}")
@@ -129,20 +130,54 @@ class ReferenceCFR:
         self.iteration = 0
         self._regret = [[0.0] * k for k in self._t.num_actions]
         self._strategy_sum = [[0.0] * k for k in self._t.num_actions]
+        # Extra rules (written from the papers, independently of cfrjax.rules):
+        #  lcfr/dcfr (Brown & Sandholm 2019): after iteration t, R *= t^a/(t^a+1) where R > 0
+        #    else t^b/(t^b+1); the strategy sum is S = S * ((t-1)/t)^gamma + s_t (weights
+        #    prop. to t^gamma); lcfr = (1, 1, 1).
+        #  pcfr+ (Farina et al. 2021): sigma = RM(R + m), R = max(R + r, 0), m = last r.
+        #  pdcfr+ (Xu et al. 2024): R = max(R + r, 0) then R *= t^a/(t^a+1) at the end of
+        #    iteration t; sigma = RM(R + m); S discounted by ((t-1)/t)^gamma.
+        d = _DISCOUNT_DEFAULTS.get(rule, (None, None, None))
+        self.alpha = d[0] if alpha is None else alpha
+        self.beta = d[1] if beta is None else beta
+        self.gamma = d[2] if gamma is None else gamma
+        self._pred = [[0.0] * k for k in self._t.num_actions]
 
     # ----------------------------------------------------------------- iterations
     def iterate(self) -> None:
         """Run one CFR iteration (both players)."""
         self.iteration += 1
-        weight = 1.0 if self.averaging == "uniform" else float(self.iteration)
+        t = self.iteration
+        discounted_avg = self.rule in _DISCOUNT_DEFAULTS
+        weight = 1.0 if (self.averaging == "uniform" or discounted_avg) else float(t)
+        if discounted_avg:  # the strategy sum decays, then adds weight 1
+            decay = ((t - 1) / t) ** self.gamma
+            self._strategy_sum = [[decay * x for x in s] for s in self._strategy_sum]
         passes = [(0, 1)] if self.order == "simultaneous" else [(0,), (1,)]
+        predictive = self.rule in ("pcfr+", "pdcfr+")
         for players in passes:
-            sigma = [_rm_list(r) for r in self._regret]
+            if predictive:
+                sigma = [_rm_list([max(a, 0.0) + b for a, b in zip(r, m)])
+                         for r, m in zip(self._regret, self._pred)]
+            else:
+                sigma = [_rm_list(r) for r in self._regret]
+            before = [list(r) for r in self._regret]
             self._traverse(sigma, players, weight)
-            if self.rule == "cfr+":
-                for i, r in enumerate(self._regret):
-                    if self._t.owner[i] in players:
-                        self._regret[i] = [max(x, 0.0) for x in r]
+            for i, r in enumerate(self._regret):
+                if self._t.owner[i] not in players:
+                    continue
+                if predictive:
+                    inst = [a - b for a, b in zip(r, before[i])]
+                    self._pred[i] = inst
+                if self.rule in ("cfr+", "pcfr+", "pdcfr+"):
+                    r = [max(x, 0.0) for x in r]
+                if self.rule in ("lcfr", "dcfr"):
+                    pa, pb = t ** self.alpha, t ** self.beta
+                    r = [x * (pa / (pa + 1.0)) if x > 0 else x * (pb / (pb + 1.0)) for x in r]
+                if self.rule == "pdcfr+":
+                    pa = t ** self.alpha
+                    r = [x * (pa / (pa + 1.0)) for x in r]
+                self._regret[i] = r
 
     def run(self, n: int) -> "ReferenceCFR":
         """Run `n` iterations; returns self."""
@@ -213,7 +248,10 @@ class ReferenceCFR:
         return out
 
     def current_policy(self) -> dict[str, np.ndarray]:
-        """Regret matching of the current cumulative regrets (the next iterate)."""
+        """The next iterate: regret matching of the cumulative regrets (plus prediction)."""
+        if self.rule in ("pcfr+", "pdcfr+"):
+            return {k: np.array(_rm_list([max(a, 0.0) + b for a, b in zip(r, m)]))
+                    for k, r, m in zip(self._t.keys, self._regret, self._pred)}
         return {k: np.array(_rm_list(r)) for k, r in zip(self._t.keys, self._regret)}
 
 
