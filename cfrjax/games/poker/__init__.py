@@ -13,14 +13,18 @@ from cfrjax.games.poker.libratus import load_libratus_endgame, read_libratus_fil
 from cfrjax.games.poker.ranges import (
     parse_range, random_ranges, range_from_hands, resolve_range, token_mask, top_n, weights_from_array)
 from cfrjax.games.poker.subgame import (
-    ALLIN, PokerSubgameSpec, build_spec, config_from_dict, count_paper_sizes, load_poker_config, load_poker_toml,
-    subgame_deals)
+    ALLIN, PokerSubgameSpec, build_spec, config_from_dict, count_paper_sizes, deal_probabilities,
+    deals_from_support, load_poker_config, load_poker_toml, root_deals, subgame_deals)
+from cfrjax.games.poker.strategy import (
+    read_strategy_csv, read_strategy_json, strategy_table, write_strategy_csv, write_strategy_json)
 
 __all__ = [
     "ALLIN", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
     "PokerSpecError", "PokerSubgameSpec", "board_str", "build_spec", "card_id", "card_str", "combo_index",
-    "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "evaluate",
+    "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "deal_probabilities",
+    "deals_from_support", "evaluate",
     "hand_category", "load_libratus_endgame", "load_poker_config", "load_poker_toml", "parse_board", "parse_cards",
     "parse_combo", "parse_range", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
-    "read_libratus_file", "resolve_range", "subgame_deals", "token_mask", "top_n", "weights_from_array",
+    "read_libratus_file", "read_strategy_csv", "read_strategy_json", "resolve_range", "root_deals",
+    "strategy_table", "subgame_deals", "write_strategy_csv", "write_strategy_json", "token_mask", "top_n", "weights_from_array",
 ]

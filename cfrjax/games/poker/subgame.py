@@ -393,6 +393,39 @@ def _bfs_levels(parent: np.ndarray) -> list[np.ndarray]:
 # Deals and showdowns.
 
 
+def deals_from_support(support0, support1) -> tuple[np.ndarray, np.ndarray]:
+    """Non-conflicting pairs of two hand lists, ordered by (hand0, hand1): `(hand0 [D], hand1 [D])`."""
+    h0 = np.unique(np.asarray(support0, np.int64))
+    h1 = np.unique(np.asarray(support1, np.int64))
+    i, j = np.nonzero(~combos_conflict(h0[:, None], h1[None, :]))
+    return h0[i], h1[j]
+
+
+def deal_probabilities(w0, w1, hand0, hand1) -> np.ndarray:
+    """`w0[hand0] * w1[hand1]`, normalized to sum to 1 (NumPy, float64)."""
+    w0 = np.asarray(w0, np.float64)
+    w1 = np.asarray(w1, np.float64)
+    p = w0[hand0] * w1[hand1]
+    total = p.sum()
+    if not total > 0 or not math.isfinite(total):
+        raise PokerSpecError(f"the deal weights sum to {total}")
+    return p / total
+
+
+def root_deals(game) -> tuple[np.ndarray, np.ndarray]:
+    """`(hand0 [D], hand1 [D])` combo indices of the root chance node's children, in
+    child order, for a `GameSpec` or `CompiledGame` built by `build_spec`."""
+    source = game.source if hasattr(game, "source") else (game.labels.source if game.labels is not None else {})
+    meta = (source or {}).get("poker")
+    if meta is None or "range_support" not in meta:
+        raise PokerSpecError(f"{getattr(game, 'name', 'game')}: not a poker subgame built by "
+                             "cfrjax.games.poker.build_spec (no recorded range support)")
+    h0, h1 = deals_from_support(*meta["range_support"])
+    if h0.size != meta["deals"]:
+        raise PokerSpecError(f"recorded range support gives {h0.size} deals, the game has {meta['deals']}")
+    return h0, h1
+
+
 def subgame_deals(cfg: PokerSubgameSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The chance root's deals: `(hand0 [D], hand1 [D], prob [D])`, combo indices.
 
@@ -407,11 +440,10 @@ def subgame_deals(cfg: PokerSubgameSpec) -> tuple[np.ndarray, np.ndarray, np.nda
     if i.size == 0:
         raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
     a, b = h0[i], h1[j]
-    p = w0[a] * w1[b]
-    total = p.sum()
-    if not total > 0 or not math.isfinite(total):
-        raise PokerSpecError(f"{cfg.name}: the deal weights sum to {total}")
-    return a, b, p / total
+    try:
+        return a, b, deal_probabilities(w0, w1, a, b)
+    except PokerSpecError as e:
+        raise PokerSpecError(f"{cfg.name}: {e}") from None
 
 
 def _river_cards(board: np.ndarray, h0: np.ndarray, h1: np.ndarray) -> np.ndarray:
@@ -555,6 +587,10 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
         "seed": cfg.seed,
         "deals": int(D),
         "hands": [int(np.unique(h0).size), int(np.unique(h1).size)],
+        # Each player's hands with positive weight (combo indices, ascending): the root's
+        # children are the non-conflicting pairs of these, ordered by (hand0, hand1), so
+        # `root_deals` rebuilds the child -> (hand0, hand1) map (`cfrjax.set_root_ranges`).
+        "range_support": [np.unique(h0).tolist(), np.unique(h1).tolist()],
         "public_nodes_per_deal": int(np.count_nonzero(tpl.kind != CHANCE)),
         "paper_infosets": paper["infosets"],
         "paper_states": paper["states"],
