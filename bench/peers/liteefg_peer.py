@@ -1,0 +1,83 @@
+"""LiteEFG 1.0.0 as a benchmark peer, loading our exported files (never imported by the library).
+
+Semantics, read from LiteEFG 1.0.0's sources:
+  * `LiteEFG/baselines/CFR.py` `graph.update_graph`: `env.update(self.strategy)` (both
+    players at once: simultaneous), regret matching; its `__main__` evaluates
+    "avg-iterate" (uniform averaging).
+  * `LiteEFG/baselines/CFRplus.py` and `PCFR.py` (PCFR+): `env.update(..., upd_player=1)`
+    then `upd_player=2` (alternating), RM+ (`maximum(regret, 0)`), evaluated with
+    "linear-avg-iterate".
+  * `LiteEFG/baselines/DCFR.py`: alpha=1.5, beta=0, gamma=2 discounting inside the graph;
+    it keeps its own average (`avg_strategy`), so its default strategy selector is that
+    average; update order alternating (`update_graph` updates players 1 then 2).
+  * Averages (`LiteEFG/src/Environment/SequenceForm.cpp`
+    `HistoryVersionStrategy::UpdateStrategy`): running means of the *sequence-form*
+    strategy passed to `env.update_strategy`, called once per iteration *after* both
+    half-updates, so iteration t contributes the post-update strategy x_{t+1} with
+    weight t ("linear-avg-iterate") or 1 ("avg-iterate"); the initial uniform strategy
+    never enters. OpenSpiel's CFR+ instead averages each player's pre-update x_t.
+  * Precision: `Vector` of `double` (`LiteEFG/src/Data/Vector.h`); single C++ thread by default.
+  * Exploitability: `Environment::Exploitability` returns per-player best-response gains;
+    their sum is NashConv.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import LiteEFG as leg
+
+PRESETS = {
+    "cfr": dict(module="CFR", avg="avg-iterate", rule="cfr", order="simultaneous", averaging="uniform"),
+    "cfr+": dict(module="CFRplus", avg="linear-avg-iterate", rule="cfr+", order="alternating", averaging="linear"),
+    "pcfr+": dict(module="PCFR", avg="linear-avg-iterate", rule="pcfr+", order="alternating", averaging="linear"),
+    "dcfr": dict(module="DCFR", avg=None, rule="dcfr(1.5,0,2)", order="alternating", averaging="gamma=2 (in-graph)"),
+}
+
+
+def _graph(rule):
+    import importlib, contextlib, io
+    mod = importlib.import_module(f"LiteEFG.baselines.{PRESETS[rule]['module']}")
+    with contextlib.redirect_stdout(io.StringIO()):
+        return mod.graph()
+
+
+def policy_in_slots(env, strategy_node, avg_type, spec) -> np.ndarray:
+    """LiteEFG's strategy per information set, in the `GameSpec`'s infoset/action order `[S_spec]`.
+
+    Our exports name sets `pl<k>_<i>__<key>`, so the name maps back to the spec's set;
+    LiteEFG's action order is each member's child order, i.e. the spec's action order.
+    """
+    from urllib.parse import unquote
+    index = {k: i for i, k in enumerate(spec.infoset_keys)}
+    rows = [None] * spec.num_infosets
+    for player in (1, 2):
+        for name, probs in env.get_strategy(player, strategy_node, avg_type):
+            rows[index[unquote(name.partition("__")[2])]] = np.asarray(probs, np.float64)
+    return rows
+
+
+def run(path, spec, rule="cfr+", iterations=100, evaluate_result=True) -> dict:
+    t0 = time.perf_counter()
+    env = leg.FileEnv(str(path), traverse_type="Enumerate")
+    graph = _graph(rule)
+    env.set_graph(graph)
+    setup_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        graph.update_graph(env)
+        env.update_strategy(graph.current_strategy())
+    solve_s = time.perf_counter() - t0
+    p = PRESETS[rule]
+    avg = p["avg"] or "default"
+    rec = dict(backend="liteefg", game=spec.name, iterations=iterations, setup_s=setup_s, solve_s=solve_s,
+               ms_per_iter=1e3 * solve_s / iterations, rule=p["rule"], order=p["order"], averaging=p["averaging"],
+               precision="float64", execution="C++ FileEnv, 1 thread", average=avg)
+    if evaluate_result:
+        node = graph.current_strategy()
+        rec["nash_conv"] = float(sum(env.exploitability(node, avg)))
+        rec["exploitability"] = rec["nash_conv"] / 2
+        rec["value"] = float(env.utility(node, avg)[0]) + float(spec.payoff_offset)
+        rec["_rows"] = policy_in_slots(env, node, avg, spec)
+    return rec
