@@ -1,0 +1,350 @@
+"""Memory plan: how many bytes a solve needs per device, before running out of memory.
+
+The paper's plan (appendix, table "Memory plan of the compiled solver") lists every
+buffer of the compiled solver with its size. Here the same rows are computed for a
+`CompiledGame` (`memory_plan`, from its actual leaves) or from sizes alone before the
+game is built (`plan_from_sizes`), for a batch of subgames per device (`batch`, as
+`cfrjax.shard.solve_sharded` places `B / n` subgames on each of `n` devices):
+
+  shared (once per device):    index arrays (int32), unbatched float leaves, and XLA's
+                               working copies of the per-level index slices (estimate:
+                               as large as the index arrays themselves)
+  per subgame (x batch):       batched float leaves (template, payoff, ...), the solver
+                               state (input and output copies: `jit` does not donate),
+                               and the per-iteration scratch: strategy with sentinel
+                               S + 1, set totals I, dual-lane reach 2N, values N, child
+                               contributions N, edge regret terms M, average term S
+                               (+ N under alternating order)
+
+The plan is an estimate of what XLA allocates, checked against XLA's own buffer
+assignment (`compiled_memory`) in the tests (the plan is conservative, within a small
+factor). `check_fits(plan, device)` compares it with the device's free memory
+(`device.memory_stats()`; host memory for CPU devices) and raises `MemoryPlanError`,
+which states both numbers and the largest batch that fits, instead of an out-of-memory
+error halfway through compilation or the run.
+
+    plan = cfrjax.memory.memory_plan(game, batch=64)
+    print(plan)                                   # the table
+    cfrjax.memory.check_fits(plan, jax.devices()[0])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import jax
+import numpy as np
+
+__all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
+           "memory_plan", "plan_from_sizes"]
+
+
+class MemoryPlanError(MemoryError):
+    """The planned solve does not fit the device's free memory."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Buffer:
+    """One row of the plan: `elements` of `dtype`, `per_subgame` (times the batch) or shared."""
+
+    name: str
+    group: str
+    elements: int
+    dtype: str
+    per_subgame: bool
+    note: str = ""
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of one copy (one subgame for per-subgame buffers)."""
+        return int(self.elements) * self.itemsize
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryPlan:
+    """Buffers of a solve on one device for `batch` subgames of one tree.
+
+    Attributes:
+      buffers: the rows (`Buffer`).
+      batch: subgames per device.
+      sizes: the counts the plan was computed from (nodes, decision_edges, slots, ...).
+    """
+
+    buffers: tuple
+    batch: int = 1
+    sizes: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def shared_bytes(self) -> int:
+        return sum(b.bytes for b in self.buffers if not b.per_subgame)
+
+    @property
+    def per_subgame_bytes(self) -> int:
+        return sum(b.bytes for b in self.buffers if b.per_subgame)
+
+    @property
+    def total_bytes(self) -> int:
+        """Estimated bytes on one device: shared + batch * per subgame."""
+        return self.shared_bytes + self.batch * self.per_subgame_bytes
+
+    def group_bytes(self) -> dict:
+        """Total bytes per group (index, game floats, state, scratch, xla)."""
+        out: dict = {}
+        for b in self.buffers:
+            out[b.group] = out.get(b.group, 0) + b.bytes * (self.batch if b.per_subgame else 1)
+        return out
+
+    def max_batch(self, free_bytes: float, margin: float = 0.10) -> int:
+        """The largest batch per device whose plan (times `1 + margin`) fits `free_bytes`."""
+        room = free_bytes / (1.0 + margin) - self.shared_bytes
+        return max(0, int(room // self.per_subgame_bytes)) if self.per_subgame_bytes else 0
+
+    def with_batch(self, batch: int) -> "MemoryPlan":
+        return dataclasses.replace(self, batch=int(batch))
+
+    def to_dict(self) -> dict:
+        return dict(batch=self.batch, sizes=dict(self.sizes), total_bytes=self.total_bytes,
+                    shared_bytes=self.shared_bytes, per_subgame_bytes=self.per_subgame_bytes,
+                    groups=self.group_bytes(),
+                    buffers=[dict(dataclasses.asdict(b), bytes=b.bytes) for b in self.buffers])
+
+    def table(self) -> str:
+        """The plan as a text table (one row per buffer, totals at the end)."""
+        head = f"{'buffer':<34}{'group':<12}{'elements':>12}  {'dtype':<8}{'copies':>8}{'bytes':>14}"
+        lines = [head, "-" * len(head)]
+        for b in self.buffers:
+            copies = self.batch if b.per_subgame else 1
+            name = b.name + (f" ({b.note})" if b.note else "")
+            lines.append(f"{name[:33]:<34}{b.group:<12}{b.elements:>12,}  {b.dtype:<8}{copies:>8,}"
+                         f"{b.bytes * copies:>14,}")
+        lines.append("-" * len(head))
+        for g, n in self.group_bytes().items():
+            lines.append(f"{'  ' + g:<74}{n:>14,}")
+        lines.append(f"{'shared':<34}{'':<12}{'':>12}  {'':<8}{1:>8}{self.shared_bytes:>14,}")
+        lines.append(f"{'per subgame':<34}{'':<12}{'':>12}  {'':<8}{self.batch:>8,}"
+                     f"{self.batch * self.per_subgame_bytes:>14,}")
+        lines.append(f"{'total (one device)':<74}{self.total_bytes:>14,}  = {_fmt_bytes(self.total_bytes)}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+_XLA_NOTE = "est."
+
+
+def _scratch_rows(N, M, S, I, fdt, order) -> list:
+    rows = [Buffer("strategy + sentinel", "scratch", S + 1, fdt, True),
+            Buffer("information-set totals", "scratch", I, fdt, True),
+            Buffer("reach (two lanes)", "scratch", 2 * N, fdt, True),
+            Buffer("values", "scratch", N, fdt, True),
+            Buffer("child contributions", "scratch", N, fdt, True),
+            Buffer("edge regret terms", "scratch", M, fdt, True),
+            Buffer("average term", "scratch", S, fdt, True)]
+    if order == "alternating":
+        rows.append(Buffer("second half overlap", "scratch", N, fdt, True, "alternating"))
+    return rows
+
+
+def _state_rows(S, sdt) -> list:
+    rows = []
+    for copy in ("in", "out"):
+        rows += [Buffer(f"state.regret [{copy}]", "state", S, sdt, True),
+                 Buffer(f"state.avg [{copy}]", "state", S, sdt, True),
+                 Buffer(f"state.prediction [{copy}]", "state", S, sdt, True),
+                 Buffer(f"state.avg_weight [{copy}]", "state", 1, sdt, True),
+                 Buffer(f"state.iteration [{copy}]", "state", 1, "int32", True)]
+    return rows
+
+
+def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, *, batch: int = 1,
+                    dtype="float32", game_dtype=None, order: str = "simultaneous",
+                    batched_fields=("template", "payoff", "chance_reach", "edge_prob", "dec_sign", "dec_chance",
+                                    "slot_uniform")) -> MemoryPlan:
+    """A plan from the game's counts alone (before building it).
+
+    Args:
+      nodes, decision_edges, slots, infosets: N, M, S, I (e.g. from
+        `cfrjax.games.poker.sizes.game_sizes` or the paper's counts; `M ~ N` in trees).
+      batch: subgames per device.
+      dtype: the solver state's float dtype; `game_dtype` that of the game's float
+        leaves (default: the same).
+      order: `"simultaneous"` or `"alternating"` (a little more scratch).
+      batched_fields: float leaves that differ per subgame (default: all, as
+        `cfrjax.batch_axes` maps them); the others are shared.
+    """
+    N, M, S, I = int(nodes), int(decision_edges), int(slots), int(infosets)
+    fdt = np.dtype(dtype).name
+    gdt = np.dtype(game_dtype or dtype).name
+    index = {"parent": N, "lane_slot": 2 * N, "val_slot": N, "dec_child": M,
+             "dec_parent": M, "dec_slot": M, "dec_opp": M, "slot_infoset": S, "slot_own_reach": S}
+    floats = {"template": N, "payoff": N, "chance_reach": N, "edge_prob": N, "dec_sign": M, "dec_chance": M,
+              "slot_uniform": S}
+    rows = [Buffer(k, "index", n, "int32", False) for k, n in index.items() if n]
+    rows += [Buffer(k, "game", n, gdt, k in batched_fields) for k, n in floats.items()]
+    rows += _state_rows(S, fdt)
+    rows += _scratch_rows(N, M, S, I, fdt, order)
+    rows.append(Buffer("index slices", "xla", sum(index.values()), "int32", False, _XLA_NOTE))
+    return MemoryPlan(tuple(rows), batch=int(batch),
+                      sizes=dict(nodes=N, decision_edges=M, slots=S, infosets=I, order=order, dtype=fdt))
+
+
+def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1, dtype=None,
+                order: str | None = None) -> MemoryPlan:
+    """The plan of solving `game` (from its actual leaves) on one device.
+
+    Args:
+      game: a `CompiledGame`, or a batched one (2-D float leaves, see `cfrjax.shard`):
+        its batched leaves count per subgame, the rest once.
+      state: optional `SolverState` (or batch of them): its dtype and order are used.
+      batch: subgames in all; default: the game's batch size (1 if not batched).
+      devices: the batch is split over this many devices (`ceil(batch / devices)` per
+        device).
+      dtype, order: the solver's float dtype and order when no `state` is given
+        (default: the game's float dtype, simultaneous).
+    """
+    from cfrjax.game import _FLOAT_FIELDS, _INDEX_FIELDS
+    leaves = {f.name: getattr(game, f.name) for f in dataclasses.fields(game) if not f.metadata.get("static")}
+    batched = {k for k in _FLOAT_FIELDS if k in leaves and np.ndim(leaves[k]) == 2}
+    game_batch = int(np.shape(leaves[next(iter(batched))])[0]) if batched else 1
+    if state is not None:
+        cfg = state.config
+        dtype, order = cfg.dtype, cfg.order
+        if np.ndim(state.iteration) == 1 and batch is None:
+            batch = int(np.shape(state.iteration)[0])
+    gdt = np.dtype(game.template.dtype).name
+    fdt = np.dtype(dtype or gdt).name
+    order = order or "simultaneous"
+    batch = game_batch if batch is None else int(batch)
+    per_device = -(-batch // int(devices))
+    N, M, S, I = game.num_nodes, game.num_decision_edges, game.num_slots, game.num_infosets
+    rows = []
+    index_elems = 0
+    for k, x in leaves.items():
+        if x is None:
+            continue
+        n = int(np.prod(np.shape(x)[1:] if k in batched else np.shape(x)))
+        dt = np.dtype(x.dtype).name
+        if k in _INDEX_FIELDS or np.issubdtype(np.dtype(x.dtype), np.integer):
+            index_elems += n
+            rows.append(Buffer(k, "index", n, dt, False))
+        else:
+            rows.append(Buffer(k, "game", n, dt, k in batched or not batched))
+    rows += _state_rows(S, fdt)
+    rows += _scratch_rows(N, M, S, I, fdt, order)
+    rows.append(Buffer("index slices", "xla", index_elems, "int32", False, _XLA_NOTE))
+    order_of = {"index": 0, "game": 1, "state": 2, "scratch": 3, "xla": 4}
+    rows.sort(key=lambda b: order_of[b.group])
+    return MemoryPlan(tuple(rows), batch=per_device,
+                      sizes=dict(game.sizes(), order=order, dtype=fdt, batch=batch, devices=int(devices)))
+
+
+def device_free_bytes(device=None) -> tuple[int | None, dict]:
+    """`(free, info)`: free bytes on `device` (default `jax.devices()[0]`) from
+    `device.memory_stats()` (`bytes_limit - bytes_in_use`), or for a CPU device without
+    statistics the host's available memory (`MemAvailable`); `None` if unknown."""
+    device = jax.devices()[0] if device is None else device
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # some backends do not implement it
+        stats = {}
+    limit = stats.get("bytes_limit") or stats.get("bytes_reservable_limit")
+    if limit:
+        used = int(stats.get("bytes_in_use", 0))
+        return int(limit) - used, dict(source="memory_stats", limit=int(limit), in_use=used)
+    if device.platform == "cpu":
+        avail = _host_available()
+        if avail is not None:
+            return avail, dict(source="host MemAvailable", limit=None, in_use=None)
+    return None, dict(source="unknown", limit=None, in_use=None)
+
+
+def _host_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits(plan: MemoryPlan, device=None, *, budget_bytes: int | None = None, margin: float = 0.10) -> dict:
+    """Check that `plan` (times `1 + margin`) fits the free memory of `device`.
+
+    Args:
+      plan: a `MemoryPlan` (per device).
+      device: a `jax.Device` (default `jax.devices()[0]`).
+      budget_bytes: use this as the free memory instead of asking the device (e.g. a
+        share of it, or for tests).
+      margin: headroom on top of the estimate (XLA's allocator, fragmentation).
+
+    Returns:
+      `dict(need=..., free=..., fits=True, max_batch=..., source=...)`; `free` is `None`
+      (and nothing is checked) when the device reports no memory statistics.
+
+    Raises:
+      MemoryPlanError: the estimate exceeds the free memory; the message gives both, the
+        largest batch per device that fits, and what to change.
+    """
+    device = jax.devices()[0] if device is None and budget_bytes is None else device
+    if budget_bytes is not None:
+        free, info = int(budget_bytes), dict(source="budget_bytes", limit=int(budget_bytes), in_use=0)
+    else:
+        free, info = device_free_bytes(device)
+    need = int(plan.total_bytes * (1.0 + margin))
+    out = dict(need=need, estimate=plan.total_bytes, free=free, fits=True, source=info["source"],
+               max_batch=None if free is None else plan.max_batch(free, margin))
+    if free is None or need <= free:
+        return out
+    where = "the budget" if device is None else f"device {device}"
+    detail = ""
+    if info.get("limit") is not None and info["source"] == "memory_stats":
+        detail = f" (limit {_fmt_bytes(info['limit'])}, in use {_fmt_bytes(info['in_use'])})"
+    fit = out["max_batch"]
+    hint = (f"at most {fit} subgame(s) per device fit: use a smaller batch per device or more devices "
+            "(cfrjax.shard.solve_sharded)" if fit else
+            "not even one subgame fits: use a smaller game, float32, or a device with more memory")
+    raise MemoryPlanError(
+        f"cfrjax memory plan: the solve needs about {_fmt_bytes(need)} ({_fmt_bytes(plan.total_bytes)} estimated "
+        f"+ {margin:.0%} margin: {_fmt_bytes(plan.shared_bytes)} shared + {plan.batch} x "
+        f"{_fmt_bytes(plan.per_subgame_bytes)} per subgame) but {where} has {_fmt_bytes(free)} free"
+        f"{detail} [{info['source']}]; {hint}")
+
+
+def compiled_memory(fn, *args, **kwargs) -> dict:
+    """XLA's own buffer assignment of `jax.jit`-ed `fn(*args)`: argument, output and temp
+    bytes (`Compiled.memory_analysis()`), without running it; `{}` where unsupported.
+
+    E.g. `compiled_memory(cfrjax.solve._solve, game, state, 100, None)` (module
+    `cfrjax.solve`), or for the sharded solve
+    `compiled_memory(cfrjax.shard._solve_sharded, games, states, 100, mesh, fields)`.
+    """
+    lower = fn.lower if hasattr(fn, "lower") else jax.jit(fn).lower
+    try:
+        m = lower(*args, **kwargs).compile().memory_analysis()
+    except Exception:  # backends without the analysis
+        return {}
+    if m is None:
+        return {}
+    keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes",
+            "generated_code_size_in_bytes")
+    out = {k.replace("_size_in_bytes", "_bytes"): int(getattr(m, k, 0) or 0) for k in keys}
+    out["total_bytes"] = out["argument_bytes"] + out["output_bytes"] + out["temp_bytes"] - out["alias_bytes"]
+    return out

@@ -1,0 +1,100 @@
+"""Memory plan (cfrjax.memory): structure, agreement with XLA's buffer assignment, errors."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import cfrjax
+from cfrjax import memory, shard
+from cfrjax.solve import _solve
+
+
+@pytest.fixture(scope="module")
+def leduc():
+    return cfrjax.load_game("leduc_poker")
+
+
+def test_plan_structure(leduc):
+    s = cfrjax.init(leduc)
+    plan = memory.memory_plan(leduc, s)
+    N, M, S, I = leduc.num_nodes, leduc.num_decision_edges, leduc.num_slots, leduc.num_infosets
+    rows = {b.name: b for b in plan.buffers}
+    assert rows["parent"].dtype == "int32" and rows["parent"].elements == N and not rows["parent"].per_subgame
+    assert rows["lane_slot"].elements == 2 * N
+    assert rows["reach (two lanes)"].elements == 2 * N and rows["values"].elements == N
+    assert rows["strategy + sentinel"].elements == S + 1
+    assert rows["information-set totals"].elements == I
+    assert rows["edge regret terms"].elements == M
+    assert rows["state.regret [in]"].elements == S and rows["state.regret [in]"].dtype == "float64"
+    assert set(plan.group_bytes()) == {"index", "game", "state", "scratch", "xla"}
+    assert plan.total_bytes == plan.shared_bytes + plan.per_subgame_bytes == sum(plan.group_bytes().values())
+    text = plan.table()
+    assert "reach (two lanes)" in text and f"{plan.total_bytes:,}" in text
+    d = plan.to_dict()
+    assert d["total_bytes"] == plan.total_bytes and len(d["buffers"]) == len(plan.buffers)
+
+
+def test_plan_batch_and_devices(leduc):
+    one = memory.memory_plan(leduc, batch=1)
+    eight = memory.memory_plan(leduc, batch=8)
+    split = memory.memory_plan(leduc, batch=8, devices=4)
+    assert eight.total_bytes == eight.shared_bytes + 8 * eight.per_subgame_bytes
+    assert split.batch == 2 and split.total_bytes < eight.total_bytes
+    # index arrays are shared: they do not grow with the batch
+    assert eight.group_bytes()["index"] == one.group_bytes()["index"]
+    # a batched game (batch_axes) gives the same plan as batch=B
+    games = jax.vmap(cfrjax.set_payoffs, (None, 0), cfrjax.batch_axes(leduc))(leduc, jnp.stack([leduc.payoff] * 8))
+    assert memory.memory_plan(games).total_bytes == eight.total_bytes
+    assert one.max_batch(eight.total_bytes * 1.1 + 8, margin=0.1) == 8
+
+
+def test_plan_from_sizes_matches_game(leduc):
+    z = leduc.sizes()
+    a = memory.plan_from_sizes(z["nodes"], z["decision_edges"], z["slots"], z["infosets"], dtype="float64")
+    b = memory.memory_plan(leduc, dtype="float64")
+    assert a.total_bytes == b.total_bytes
+    f32 = memory.plan_from_sizes(z["nodes"], z["decision_edges"], z["slots"], z["infosets"], dtype="float32")
+    assert f32.group_bytes()["scratch"] * 2 == a.group_bytes()["scratch"]
+
+
+@pytest.mark.parametrize("order", ["simultaneous", "alternating"])
+def test_plan_close_to_xla(leduc, order):
+    """The plan is within a small factor of XLA's own buffer assignment (CPU)."""
+    s = cfrjax.init(leduc, order=order)
+    xla = memory.compiled_memory(_solve, leduc, s, 5, None)
+    if not xla:
+        pytest.skip("no memory_analysis on this backend")
+    ratio = memory.memory_plan(leduc, s).total_bytes / xla["total_bytes"]
+    assert 0.75 < ratio < 1.6, ratio
+    B = 4
+    games = jax.vmap(cfrjax.set_payoffs, (None, 0), cfrjax.batch_axes(leduc))(leduc, jnp.stack([leduc.payoff] * B))
+    states = shard.init_batch(leduc, B, order=order)
+    f = jax.jit(jax.vmap(lambda g, st: shard._scan(g, st, 5), (shard.batch_specs(games, 0, None), 0)))
+    ratio = memory.memory_plan(games, states).total_bytes / memory.compiled_memory(f, games, states)["total_bytes"]
+    assert 0.75 < ratio < 1.6, ratio
+
+
+def test_check_fits_budget(leduc):
+    plan = memory.memory_plan(leduc, batch=16)
+    ok = memory.check_fits(plan, budget_bytes=10 * plan.total_bytes)
+    assert ok["fits"] and ok["max_batch"] >= 16 and ok["need"] > plan.total_bytes
+    budget = plan.shared_bytes + 3 * plan.per_subgame_bytes
+    with pytest.raises(memory.MemoryPlanError) as e:
+        memory.check_fits(plan, budget_bytes=int(budget * 1.1) + 8)
+    msg = str(e.value)
+    assert "needs about" in msg and "free" in msg and "at most 3 subgame(s) per device" in msg
+    assert isinstance(e.value, MemoryError)
+    with pytest.raises(memory.MemoryPlanError, match="not even one subgame fits"):
+        memory.check_fits(plan, budget_bytes=plan.shared_bytes // 2)
+
+
+def test_check_fits_device():
+    dev = jax.devices()[0]
+    free, info = memory.device_free_bytes(dev)
+    tiny = memory.plan_from_sizes(100, 100, 10, 5)
+    out = memory.check_fits(tiny, dev)
+    assert out["fits"] and out["source"] == info["source"]
+    if free is not None:
+        huge = memory.plan_from_sizes(10 ** 12, 10 ** 12, 10 ** 9, 10 ** 9)
+        with pytest.raises(memory.MemoryPlanError, match=str(dev)):
+            memory.check_fits(huge, dev)
