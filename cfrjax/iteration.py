@@ -28,6 +28,8 @@ strategy.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax.numpy as jnp
 
 from cfrjax import passes, rules
@@ -50,6 +52,7 @@ def _half(game: CompiledGame, state: SolverState, regret, avg, pred, b_t, w_new,
         # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
         seen = jnp.concatenate([rules.discount(cfg, regret[:game.slot_split], t), regret[game.slot_split:]])
     sigma = passes.regret_matching(game, rules.strategy_regret(cfg, seen, pred))
+    sigma = jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)  # node locking
     sigma_ext = passes.extend(sigma)
     reach = passes.reach(game, sigma_ext)
     vals = passes.values(game, sigma_ext)
@@ -95,4 +98,4 @@ def step(game: CompiledGame, state: SolverState) -> SolverState:
     players = (None,) if cfg.order == "simultaneous" else (0, 1)
     for p in players:
         regret, avg, pred = _half(game, state, regret, avg, pred, b_t, w_new, p, t)
-    return SolverState(regret=regret, avg=avg, avg_weight=w_new, iteration=t_int, prediction=pred, config=cfg)
+    return dataclasses.replace(state, regret=regret, avg=avg, avg_weight=w_new, iteration=t_int, prediction=pred)

@@ -29,7 +29,8 @@ def current_policy(game: CompiledGame, state: SolverState):
     after the rule's pending discount (plus the prediction for predictive rules)."""
     cfg = state.config
     regret = rules.discount(cfg, state.regret, state.iteration.astype(state.regret.dtype))
-    return passes.regret_matching(game, rules.strategy_regret(cfg, regret, state.prediction))
+    sigma = passes.regret_matching(game, rules.strategy_regret(cfg, regret, state.prediction))
+    return jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)
 
 
 def uniform_policy(game: CompiledGame, dtype=None):

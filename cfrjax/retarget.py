@@ -170,5 +170,6 @@ def batch_axes(game: CompiledGame, axis: int | None = 0) -> CompiledGame:
 
 def reset(state: SolverState) -> SolverState:
     """A fresh state with `state`'s configuration (and shapes, dtypes): zero regrets,
-    empty average, iteration 0. Works on a batch of states too."""
-    return jax.tree.map(jnp.zeros_like, state)
+    empty average, iteration 0; node locks are kept. Works on a batch of states too."""
+    zeroed = jax.tree.map(jnp.zeros_like, state)
+    return dataclasses.replace(zeroed, locked=state.locked, locked_policy=state.locked_policy)

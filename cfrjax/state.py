@@ -29,6 +29,9 @@ class SolverState:
       iteration: `[]` int32, completed iterations.
       prediction: `[S]` prediction buffer of the predictive rules (`pcfr+`, `pdcfr+`):
         the last iteration's instantaneous regret; zeros (and unused) for other rules.
+      locked: `[S]` bool, slots of information sets whose strategy is fixed (node
+        locking, see `cfrjax.lock`); all False by default.
+      locked_policy: `[S]` the fixed strategy at locked slots (ignored elsewhere).
       config: `Config` (static).
     """
 
@@ -37,11 +40,13 @@ class SolverState:
     avg_weight: Any
     iteration: Any
     prediction: Any
+    locked: Any
+    locked_policy: Any
     config: Config = dataclasses.field(metadata=dict(static=True), default=Config())
 
 
 jax.tree_util.register_dataclass(
-    SolverState, data_fields=["regret", "avg", "avg_weight", "iteration", "prediction"], meta_fields=["config"])
+    SolverState, data_fields=["regret", "avg", "avg_weight", "iteration", "prediction", "locked", "locked_policy"], meta_fields=["config"])
 
 
 def resolve_dtype(dtype) -> str:
@@ -78,4 +83,5 @@ def init(game: CompiledGame, rule: str = "cfr+", order: str = "simultaneous",
     dt = jnp.dtype(config.dtype)
     zeros = jnp.zeros(game.num_slots, dt)
     return SolverState(regret=zeros, avg=zeros, avg_weight=jnp.zeros((), dt),
-                       iteration=jnp.zeros((), jnp.int32), prediction=zeros, config=config)
+                       iteration=jnp.zeros((), jnp.int32), prediction=zeros,
+                       locked=jnp.zeros(game.num_slots, bool), locked_policy=zeros, config=config)

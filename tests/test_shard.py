@@ -40,7 +40,7 @@ _SCRIPT = textwrap.dedent(r'''
         return all(bool(np.array_equal(np.asarray(x), np.asarray(y))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
     def close(a, b):
-        return max(float(np.max(np.abs(np.asarray(x) - np.asarray(y)))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+        return max(float(np.max(np.abs(np.asarray(x, float) - np.asarray(y, float)))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
     def unsharded(games, states, width):
         # jax.vmap of cfrjax.solve on one device, `width` subgames per call
