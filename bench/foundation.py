@@ -1,5 +1,6 @@
-"""ms/iter of the foundation rules on Kuhn, Leduc and Liar's Dice 1x6, and OpenSpiel's C++
-CFR+ on the same games measured in the same run (CPU only).
+"""ms/iter of the foundation rules on Kuhn, Leduc and Liar's Dice 1x6 (by default; any
+games of `games/suite.toml` with `--games`), and OpenSpiel's C++ CFR+ on the same games
+measured in the same run (CPU only).
 
     python bench/foundation.py [--games-dir DIR] [--out bench/results/foundation.jsonl]
 
@@ -18,12 +19,14 @@ import jax  # noqa: E402
 
 import cfrjax  # noqa: E402
 from common import append_records, environment, peak_memory_bytes, time_solve  # noqa: E402
+from suite import is_poker, load_suite, select, source_path  # noqa: E402
 
-GAMES = {"kuhn": "kuhn_poker", "leduc": "leduc_poker", "liars_dice_1x6": "liars_dice"}
+DEFAULT_GAMES = "kuhn,leduc,liars_dice_1x6"
 
 
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--games", default=DEFAULT_GAMES, help="comma-separated suite names (games/suite.toml) or 'all'")
     ap.add_argument("--games-dir", default=None)
     ap.add_argument("--save-games", default=None)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "foundation.jsonl"))
@@ -32,7 +35,8 @@ def main():
     args = ap.parse_args()
     env = environment()
     records = []
-    for short, name in GAMES.items():
+    for entry in select(load_suite(), args.games):
+        short, name = entry["name"], source_path(entry)
         source = os.path.join(args.games_dir, short + ".npz") if args.games_dir else name
         t0 = time.perf_counter()
         game = cfrjax.load_game(source)
@@ -50,7 +54,7 @@ def main():
                 records.append(rec)
                 print(f"{short:16s} {rule:5s} {order:12s} {t['ms_per_iter']:.4f} ms/iter  compile {t['compile_s']:.2f} s",
                       flush=True)
-        if args.openspiel:
+        if args.openspiel and not is_poker(entry):
             import pyspiel
             solver = pyspiel.CFRPlusSolver(pyspiel.load_game(name))
             n = 20 if short != "liars_dice_1x6" else 3
