@@ -8,6 +8,7 @@ from cfrjax.compile import compile_game
 from cfrjax.game import CompiledGame, GameLabels, save_game
 from cfrjax.iteration import step
 from cfrjax.load import load_game
+from cfrjax.locking import lock, unlock
 from cfrjax.policy import average_policy, current_policy, uniform_policy
 from cfrjax.retarget import batch_axes, reset, set_payoffs, set_root_chance, set_root_ranges
 from cfrjax.rules import Config

@@ -1,16 +1,31 @@
 """The `cfrjax` command line (thin: parses, calls the public API, prints).
 
-    cfrjax solve GAME [--iterations N] [--rule cfr|cfr+] [--order simultaneous|alternating]
+    cfrjax solve GAME [--iterations N] [--rule R] [--order simultaneous|alternating]
                       [--averaging uniform|linear] [--dtype float32|float64]
                       [--eval-every K] [--chance folded|explicit] [--json]
+                      [--checkpoint PATH [--checkpoint-every K]]
+                      [--save-policy PATH.json|PATH.npz] [--plot PATH.png] [--save-game PATH.npz]
+    cfrjax show POLICY INFOSET     action probabilities of a saved policy
+    cfrjax games [--dir DIR]       built-in games and the specs in games/, with sizes
+
+Errors are one line on stderr (`cfrjax: error: ...`) with exit code 2. A solve with
+`--checkpoint` stopped by SIGTERM or SIGINT finishes its current chunk, writes the
+checkpoint and exits with 128 + the signal number; the same command resumes it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import signal
 import sys
 import time
+
+# Seconds to sleep after each chunk: only for tests that interrupt a run (a real run is
+# too fast to catch between checkpoints). Not a user option.
+_CHUNK_DELAY_ENV = "CFRJAX_TEST_CHUNK_DELAY_S"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -20,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("solve", help="solve a game and report exploitability")
     s.add_argument("game", help="OpenSpiel game string, a saved .npz game, or a poker .toml spec")
-    s.add_argument("--iterations", type=int, default=1000)
+    s.add_argument("--iterations", type=int, default=1000,
+                   help="total iterations (a resumed run continues up to this number)")
     s.add_argument("--rule", choices=RULES, default="cfr+")
     s.add_argument("--order", choices=ORDERS, default="simultaneous")
     s.add_argument("--averaging", choices=AVERAGING, default="linear")
@@ -28,9 +44,142 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--chance", choices=("folded", "explicit"), default="folded")
     s.add_argument("--eval-every", type=int, default=None,
                    help="evaluate exploitability every K iterations (default: 10 evaluations)")
+    s.add_argument("--checkpoint", default=None, metavar="PATH",
+                   help="resume from PATH if it exists (same game and options), save the state there")
+    s.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
+                   help="save the checkpoint every K iterations (default: at each evaluation) and at the end")
+    s.add_argument("--save-policy", default=None, metavar="PATH",
+                   help="write the average policy: PATH.json (keyed by information-set names) or PATH.npz")
+    s.add_argument("--plot", default=None, metavar="PATH",
+                   help="write the exploitability curve (vs iterations and vs seconds) as a PNG (needs matplotlib)")
     s.add_argument("--save-game", default=None, help="also write the compiled game to this .npz path")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
+
+    sh = sub.add_parser("show", help="print the action probabilities of an information set in a saved policy")
+    sh.add_argument("policy", help="a policy file written by `cfrjax solve --save-policy` (.json or .npz)")
+    sh.add_argument("infoset", help="an information-set name, or a part of names (every match is printed)")
+    sh.add_argument("--limit", type=int, default=20, help="print at most this many matching information sets")
+
+    g = sub.add_parser("games", help="list built-in games and the game specs in a directory, with sizes")
+    g.add_argument("--dir", default=None,
+                   help="directory with suite.toml and .toml / .npz specs (default: ./games, else the "
+                        "repository's games/)")
+    g.add_argument("--sizes", action="store_true", help="also compute the sizes not known in advance (slow)")
     return p
+
+
+# ----------------------------------------------------------------------------------------
+# solve
+
+
+def _stop_points(start: int, total: int, every: int, ckpt_every: int | None) -> list[int]:
+    """Iteration counts after which the loop returns to the host, in (start, total].
+
+    Without checkpoints: multiples of `every`, and `total`. With them, multiples of
+    `gcd(every, ckpt_every)` (one chunk size, one compilation) unless that makes more than
+    1,000 chunks, then the union of both multiples. Points are absolute, so a resumed run
+    stops at the same points as an uninterrupted one.
+    """
+    if ckpt_every:
+        unit = math.gcd(every, ckpt_every)
+        steps = [unit] if (total - start) // unit <= 1000 else [every, ckpt_every]
+    else:
+        steps = [every]
+    points = {total}
+    for k in steps:
+        points.update(range((start // k + 1) * k, total, k))
+    return sorted(p for p in points if start < p <= total)
+
+
+class _Stop:
+    """Records SIGTERM / SIGINT so the loop can stop after the current chunk."""
+
+    def __init__(self):
+        self.signum = None
+        self._old = {}
+
+    def __enter__(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.signum = signum
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+class _Interrupted(Exception):
+    def __init__(self, signum, iteration, path):
+        super().__init__(signum)
+        self.signum, self.iteration, self.path = signum, iteration, path
+
+
+def _check_plot_available(path):
+    if path is None:
+        return
+    if not path.lower().endswith(".png"):
+        raise ValueError(f"--plot {path!r}: the file name must end with .png")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ImportError("--plot needs matplotlib: pip install 'cfrjax[bench]' (or pip install matplotlib)") from None
+
+
+def write_plot(history: list, path: str, title: str) -> None:
+    """Exploitability vs iterations and vs solve seconds (log y) as a PNG.
+
+    `history` rows are `[iteration, seconds, exploitability, value]`.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows = [r for r in history if r[2] is not None and math.isfinite(r[2]) and r[2] > 0]
+    fig = Figure(figsize=(10, 4), dpi=100)
+    FigureCanvasAgg(fig)
+    for k, (col, label) in enumerate(((0, "iterations"), (1, "solve time (s)"))):
+        ax = fig.add_subplot(1, 2, k + 1)
+        ax.plot([r[col] for r in rows], [r[2] for r in rows], marker="o", markersize=3)
+        ax.set_yscale("log")
+        ax.set_xlabel(label)
+        ax.set_ylabel("exploitability")
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+
+
+def _load_game_quietly(source: str, chance: str):
+    """`cfrjax.load_game`, with an unknown name caught before OpenSpiel, and OpenSpiel's own
+    C++ message on stderr held back when loading fails (the exception carries it), so an
+    error stays one line."""
+    import cfrjax
+
+    if not os.path.exists(source):
+        if source.endswith((".toml", ".npz")) or os.sep in source:
+            raise FileNotFoundError(f"no such file: {source}")
+        import pyspiel
+        if source.split("(")[0].strip() not in pyspiel.registered_names():
+            raise ValueError(f"unknown game {source!r}: not a file and not an OpenSpiel game "
+                             "(`cfrjax games` lists some; any OpenSpiel game string works)")
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            game = cfrjax.load_game(source, chance=chance)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        held.seek(0)
+        text = held.read().decode(errors="replace")
+    if text:
+        sys.stderr.write(text)  # warnings of a successful load are not lost
+    return game
 
 
 def _solve(args) -> dict:
@@ -39,49 +188,268 @@ def _solve(args) -> dict:
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)  # an application may flip it; the library never does
     import cfrjax
+    from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
+    from cfrjax.rules import Config
     from cfrjax.solve import _solve as solve_executable
     from tqdm import tqdm
 
     if args.iterations <= 0:
         raise ValueError(f"--iterations must be positive, got {args.iterations}")
+    if args.eval_every is not None and args.eval_every <= 0:
+        raise ValueError(f"--eval-every must be positive, got {args.eval_every}")
+    if args.checkpoint_every is not None:
+        if args.checkpoint is None:
+            raise ValueError("--checkpoint-every needs --checkpoint PATH")
+        if args.checkpoint_every <= 0:
+            raise ValueError(f"--checkpoint-every must be positive, got {args.checkpoint_every}")
+    if args.save_policy is not None and not args.save_policy.endswith((".json", ".npz")):
+        raise ValueError(f"--save-policy {args.save_policy!r}: the file name must end with .json or .npz")
+    _check_plot_available(args.plot)
+
     t0 = time.perf_counter()
-    game = cfrjax.load_game(args.game, chance=args.chance)
+    game = _load_game_quietly(args.game, args.chance)
     build_s = time.perf_counter() - t0
     if args.save_game:
         cfrjax.save_game(game, args.save_game)
     state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
     every = args.eval_every or max(1, args.iterations // 10)
-    if every <= 0:
-        raise ValueError(f"--eval-every must be positive, got {every}")
-    chunks = [every] * (args.iterations // every) + ([args.iterations % every] if args.iterations % every else [])
+    ckpt_every = args.checkpoint_every or (every if args.checkpoint else None)
+
+    history: list = []  # [iteration, cumulative solve seconds, exploitability, value]
+    seconds_before = 0.0
+    resumed_from = None
+    if args.checkpoint and os.path.exists(args.checkpoint):
+        state = load_checkpoint(args.checkpoint, game, config=Config(
+            rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype))
+        extra = checkpoint_info(args.checkpoint).get("extra") or {}
+        history = [list(r) for r in extra.get("history", [])]
+        seconds_before = float(extra.get("solve_s", 0.0))
+        resumed_from = int(state.iteration)
+        print(f"cfrjax: resuming {game.name} from {args.checkpoint} at iteration {resumed_from}", file=sys.stderr)
+    start = int(state.iteration)
+    points = _stop_points(start, args.iterations, every, ckpt_every)
+    sizes = sorted({b - a for a, b in zip([start] + points[:-1], points)})
 
     t0 = time.perf_counter()
-    for size in sorted(set(chunks)):
+    for size in sizes:
         solve_executable.lower(game, state, size, None).compile()
     evaluate = jax.jit(lambda g, s: (cfrjax.exploitability(g, cfrjax.average_policy(g, s)),
                                      cfrjax.expected_value(g, cfrjax.average_policy(g, s))))
     evaluate.lower(game, state).compile()
     compile_s = time.perf_counter() - t0
 
+    def save():
+        save_checkpoint(args.checkpoint, game, state,
+                        extra=dict(history=history, solve_s=seconds_before + solve_s, game=args.game))
+
+    delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
     solve_s = 0.0
     expl = value = float("nan")
-    bar = tqdm(total=args.iterations, unit="it", file=sys.stderr, disable=None, dynamic_ncols=True)
-    for size in chunks:
-        t0 = time.perf_counter()
-        state = jax.block_until_ready(cfrjax.solve(game, state, size))
-        solve_s += time.perf_counter() - t0
-        e, v = evaluate(game, state)
-        expl, value = float(e), float(v)
-        bar.update(size)
-        bar.set_postfix(expl=f"{expl:.3e}", it_s=f"{int(state.iteration) / solve_s:,.0f}")
-    bar.close()
+    if history:
+        expl, value = history[-1][2], history[-1][3]
+    bar = tqdm(total=args.iterations, initial=min(start, args.iterations), unit="it", file=sys.stderr,
+               disable=None, dynamic_ncols=True)
+    with _Stop() if args.checkpoint else _NoStop() as stop:
+        done = start
+        for point in points:
+            if stop.signum is not None:
+                break
+            t0 = time.perf_counter()
+            state = jax.block_until_ready(cfrjax.solve(game, state, point - done))
+            solve_s += time.perf_counter() - t0
+            bar.update(point - done)
+            done = point
+            if point % every == 0 or point == args.iterations:
+                e, v = evaluate(game, state)
+                expl, value = float(e), float(v)
+                history.append([point, seconds_before + solve_s, expl, value])
+                bar.set_postfix(expl=f"{expl:.3e}", it_s=f"{(done - start) / max(solve_s, 1e-9):,.0f}")
+            if args.checkpoint and (point % ckpt_every == 0 or point == args.iterations):
+                save()
+            if delay:
+                time.sleep(delay)
+        bar.close()
+        if stop.signum is not None:
+            save()
+            raise _Interrupted(stop.signum, int(state.iteration), args.checkpoint)
+    if start >= args.iterations:
+        if not history:
+            e, v = evaluate(game, state)
+            expl, value = float(e), float(v)
+            history.append([start, seconds_before, expl, value])
+        print(f"cfrjax: {args.checkpoint} already holds {start} iterations (--iterations {args.iterations}); "
+              "nothing to run", file=sys.stderr)
+
+    meta = dict(game=game.name, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype,
+                chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value)
+    if args.save_policy:
+        cfrjax.save_policy(args.save_policy, game, cfrjax.average_policy(game, state), meta=meta)
+    if args.plot:
+        write_plot(history, args.plot, f"{game.name}: {args.rule} {args.order} {args.averaging} {args.dtype}")
     sizes = game.sizes()
-    return dict(game=game.name, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype,
-                chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value,
-                nodes=sizes["nodes"], infosets=sizes["infosets"], slots=sizes["slots"], depth=sizes["depth"],
-                device=str(jax.devices()[0].device_kind), backend=jax.default_backend(), jax=jax.__version__,
-                build_s=round(build_s, 4), compile_s=round(compile_s, 4), solve_s=round(solve_s, 4),
-                ms_per_iter=1e3 * solve_s / max(1, int(state.iteration)))
+    run = int(state.iteration) - start
+    record = dict(meta, nodes=sizes["nodes"], infosets=sizes["infosets"], slots=sizes["slots"],
+                  depth=sizes["depth"], device=str(jax.devices()[0].device_kind), backend=jax.default_backend(),
+                  jax=jax.__version__, build_s=round(build_s, 4), compile_s=round(compile_s, 4),
+                  solve_s=round(solve_s, 4), ms_per_iter=1e3 * solve_s / max(1, run))
+    if args.checkpoint:
+        record["resumed_from"] = resumed_from
+    return record
+
+
+class _NoStop:
+    signum = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+
+# ----------------------------------------------------------------------------------------
+# show
+
+
+def _show(args) -> None:
+    from cfrjax.strategy import read_policy_file
+
+    doc = read_policy_file(args.policy)
+    infosets = doc["infosets"]
+    if args.infoset in infosets:
+        keys = [args.infoset]
+    else:
+        keys = [k for k in infosets if args.infoset in k]
+    if not keys:
+        sample = ", ".join(repr(k) for k in list(infosets)[:3])
+        raise ValueError(f"no information set of {doc.get('game')!r} in {args.policy} matches {args.infoset!r} "
+                         f"({len(infosets)} information sets, e.g. {sample})")
+    for key in keys[:max(1, args.limit)]:
+        entry = infosets[key]
+        print(f"{key}  (player {entry.get('player')})")
+        actions = entry["actions"]
+        width = max(len(a) for a in actions) if actions else 0
+        for name, prob in actions.items():
+            print(f"  {name:<{width}}  {prob:.6f}")
+    if len(keys) > args.limit:
+        print(f"... and {len(keys) - args.limit} more (use --limit or a longer name)")
+
+
+# ----------------------------------------------------------------------------------------
+# games
+
+# OpenSpiel games listed when there is no `games/suite.toml`, and the sizes of OpenSpiel
+# sources (as a `GameSpec`: histories and information sets), so that listing is instant.
+BUILTIN_GAMES = (
+    ("kuhn", "kuhn_poker"),
+    ("leduc", "leduc_poker"),
+    ("liars_dice_1x6", "liars_dice"),
+    ("goofspiel4", "goofspiel(num_cards=4,imp_info=True)"),
+    ("dark_hex_2x2", "dark_hex(num_rows=2,num_cols=2)"),
+)
+KNOWN_SIZES = {
+    "kuhn_poker": (58, 12),
+    "leduc_poker": (9457, 936),
+    "liars_dice": (294883, 24576),
+    "dark_hex(num_rows=2,num_cols=2)": (441, 134),
+    "goofspiel(num_cards=4,imp_info=True)": (26773, 3608),
+    "turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_cards=5,points_order=descending))": (26931, 2124),
+    "battleship(board_width=2,board_height=2,ship_sizes=[1],ship_values=[1],num_shots=4)": (209941, 30162),
+}
+
+
+def _short(path):
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _games_dir(arg):
+    if arg is not None:
+        if not os.path.isdir(arg):
+            raise FileNotFoundError(f"--dir {arg}: no such directory")
+        return arg
+    for d in ("games", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "games")):
+        if os.path.isdir(d):
+            return d
+    return None
+
+
+def _suite_entries(path):
+    """`[[game]]` entries of a `suite.toml` (as bench/suite.py reads them): `(name, title, source)`."""
+    import tomllib
+
+    with open(path, "rb") as f:
+        data = tomllib.load(f)
+    games = data.get("game", [])
+    if not isinstance(games, list) or not all(isinstance(g, dict) and isinstance(g.get("source"), str)
+                                              for g in games):
+        raise ValueError(f"{path}: expected [[game]] tables with a 'source' string")
+    return [(str(g.get("name", g["source"])), str(g.get("title", "")), g["source"]) for g in games]
+
+
+def _resolve_source(src, games_dir):
+    """A `.toml`/`.npz` source relative to the repository root (the parent of games/) or to
+    games/ itself; other sources (OpenSpiel strings) as they are."""
+    if not src.endswith((".toml", ".npz")) or os.path.isabs(src):
+        return src
+    for base in (os.path.dirname(os.path.abspath(games_dir)), games_dir):
+        if os.path.isfile(os.path.join(base, src)):
+            return _short(os.path.join(base, src))
+    return src
+
+
+def _sizes(src, compute_openspiel):
+    if src.endswith(".toml"):
+        from cfrjax.games.poker import load_poker_toml
+        s = load_poker_toml(src)
+        return s.num_nodes, s.num_infosets
+    if src.endswith(".npz"):
+        import numpy as np
+        with np.load(src) as z:
+            meta = json.loads(z["meta"].tobytes().decode())
+        return meta["num_nodes"], meta["num_infosets"]
+    if src in KNOWN_SIZES:
+        return KNOWN_SIZES[src]
+    if compute_openspiel:
+        from cfrjax.games.openspiel import spec_from_openspiel
+        s = spec_from_openspiel(src)
+        return s.num_nodes, s.num_infosets
+    return None, None
+
+
+def _games(args) -> None:
+    d = _games_dir(args.dir)
+    suite = os.path.join(d, "suite.toml") if d else None
+    if suite and os.path.isfile(suite):
+        entries = [(n, _resolve_source(src, d)) for n, _, src in _suite_entries(suite)]
+    else:
+        entries = list(BUILTIN_GAMES)
+    if d:
+        listed = {os.path.abspath(src) for _, src in entries if os.path.isfile(src)}
+        for f in sorted(os.listdir(d)):
+            path = os.path.join(d, f)
+            if f != "suite.toml" and f.endswith((".toml", ".npz")) and os.path.abspath(path) not in listed:
+                entries.append((os.path.splitext(f)[0], _short(path)))
+    rows = []
+    for name, src in entries:
+        try:
+            nodes, infosets = _sizes(src, args.sizes)
+        except Exception as e:  # noqa: BLE001 - a listing shows a bad entry instead of failing
+            nodes, infosets = None, None
+            name = f"{name} ({type(e).__name__}: {' '.join(str(e).split())[:60]})"
+        rows.append((name, src, nodes, infosets))
+    fmt = lambda x: "-" if x is None else f"{x:,}"  # noqa: E731
+    w0 = max(len("game"), *(len(r[0]) for r in rows))
+    w1 = max(len("source"), *(len(r[1]) for r in rows))
+    print(f"{'game':<{w0}}  {'source':<{w1}}  {'nodes':>9}  {'infosets':>8}")
+    for name, src, nodes, infosets in rows:
+        print(f"{name:<{w0}}  {src:<{w1}}  {fmt(nodes):>9}  {fmt(infosets):>8}")
+    unknown = any(r[2] is None for r in rows)
+    print("solve one with: cfrjax solve SOURCE; any OpenSpiel game string works too"
+          + ("; sizes '-' are computed by --sizes (may take a while)" if unknown and not args.sizes else ""))
+
+
+# ----------------------------------------------------------------------------------------
 
 
 def main(argv=None) -> int:
@@ -89,9 +457,21 @@ def main(argv=None) -> int:
     from cfrjax.spec import SpecError
 
     try:
+        if args.command == "show":
+            _show(args)
+            return 0
+        if args.command == "games":
+            _games(args)
+            return 0
         result = _solve(args)
-    except (SpecError, ValueError, FileNotFoundError, ImportError) as e:
-        print(f"cfrjax: error: {e}", file=sys.stderr)
+    except _Interrupted as e:
+        name = signal.Signals(e.signum).name
+        print(f"cfrjax: stopped by {name} at iteration {e.iteration}; checkpoint {e.path} is complete "
+              "(run the same command to resume)", file=sys.stderr)
+        return 128 + e.signum
+    except (SpecError, ValueError, OSError, ImportError) as e:
+        msg = " ".join(str(e).split()) or type(e).__name__
+        print(f"cfrjax: error: {msg}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(result))
@@ -103,4 +483,7 @@ def main(argv=None) -> int:
               f"depth {result['depth']}")
         print(f"  compile {result['compile_s']:.2f} s, solve {result['solve_s']:.3f} s "
               f"({result['ms_per_iter']:.4f} ms/iter) on {result['device']}")
+        for what, path in (("policy", args.save_policy), ("plot", args.plot), ("checkpoint", args.checkpoint)):
+            if path:
+                print(f"  {what}: {path}")
     return 0

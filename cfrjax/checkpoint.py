@@ -1,0 +1,253 @@
+"""Checkpoints: a `SolverState` on disk, to stop a long solve and resume it bit for bit.
+
+    cfrjax.save_checkpoint("run.ckpt", game, state)
+    state = cfrjax.load_checkpoint("run.ckpt", game)          # same game, any process
+    state = cfrjax.load_checkpoint("run.ckpt", game, config=cfrjax.Config(rule="cfr+"))
+
+A checkpoint is one `.npz` file holding every `SolverState` leaf exactly (regret, avg,
+avg_weight, iteration, prediction, the node-locking arrays, ...: every array field, with
+its dtype and shape, so a batch of states works too), the rule `Config`, the game's `labels.fingerprint` (tree, information sets and
+compiled arrays), a digest of the game's float leaves (payoffs and chance probabilities,
+which `cfrjax.retarget` can change without changing the fingerprint), a SHA-256 of the
+array bytes, and optional JSON-able `extra` data (the CLI keeps its exploitability curve
+there).
+
+Writing is atomic: the file is written to a temporary file in the same directory,
+flushed and fsynced, then renamed over `path` with `os.replace`, so a crash or a kill at
+any moment leaves either the previous checkpoint or the new one, never a torn file.
+
+Loading refuses, with a `CheckpointError` that says what differs, a checkpoint of
+another game (fingerprint), of the same tree with other payoffs or chance probabilities,
+or made with another `Config` than the one asked for; and a truncated or corrupt file
+gives a `CheckpointError` naming the file, never a half-loaded state.
+
+Resuming is exact: the loaded leaves are the saved bits, so on the same machine and
+software `solve(game, load_checkpoint(...), n)` equals the state the uninterrupted run
+reaches (tested on CPU). Single-process only: a state sharded over several hosts must be
+gathered first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+import zipfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cfrjax.game import _FLOAT_FIELDS, CompiledGame, fingerprint
+from cfrjax.rules import Config
+from cfrjax.state import SolverState
+
+__all__ = ["CheckpointError", "checkpoint_info", "load_checkpoint", "save_checkpoint"]
+
+FORMAT = "cfrjax.checkpoint/1"
+_PARAMS = ("alpha", "beta", "gamma")
+
+
+def _leaf_names() -> tuple:
+    """The `SolverState` array fields (all of them, whatever this version of cfrjax has)."""
+    return tuple(f.name for f in dataclasses.fields(SolverState) if not f.metadata.get("static"))
+
+
+_LEAVES = _leaf_names()
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: unreadable, corrupt, or made for another game or config."""
+
+
+def _config_dict(config: Config) -> dict:
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
+
+
+def _config_from_dict(d: dict) -> Config:
+    """Rebuild a `Config`: the rule's default parameters are filled in by `Config` itself
+    (passing them explicitly is refused for some rules), so only non-default ones are given."""
+    names = [f.name for f in dataclasses.fields(Config)]
+    unknown = sorted(set(d) - set(names))
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown} (made by another version of cfrjax?)")
+    base = Config(**{k: d[k] for k in names if k in d and k not in _PARAMS})
+    extra = {k: d[k] for k in _PARAMS if k in d and d[k] != getattr(base, k)}
+    return dataclasses.replace(base, **extra) if extra else base
+
+
+def _describe(config: Config) -> str:
+    d = _config_dict(config)
+    return ", ".join(f"{k}={v!r}" for k, v in d.items() if v is not None)
+
+
+def game_data_digest(game: CompiledGame) -> str:
+    """Digest of the game's float leaves (payoffs, chance probabilities and what derives
+    from them), rounded to float32 so that the same game loaded with or without
+    `jax_enable_x64` has the same digest."""
+    return fingerprint({k: np.asarray(jax.device_get(getattr(game, k)), np.float32) for k in _FLOAT_FIELDS})
+
+
+def _array_digest(arrays: dict) -> str:
+    h = hashlib.sha256()
+    for name in _LEAVES:
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def save_checkpoint(path: str | os.PathLike, game: CompiledGame, state: SolverState, *,
+                    extra: dict | None = None) -> None:
+    """Write `state` (for `game`) to `path` atomically.
+
+    Args:
+      path: the checkpoint file (any name; `.ckpt` or `.npz` are customary). Its
+        directory must exist. An existing file is replaced only once the new one is
+        complete on disk.
+      game: the compiled game the state belongs to (its fingerprint is recorded).
+      state: a `SolverState` (or a batch of them: leading axis on every leaf); every
+        array field is saved, whatever fields this version of `SolverState` has.
+      extra: optional JSON-able data stored alongside (read back with `checkpoint_info`).
+
+    Raises:
+      ValueError: `state` does not fit `game`, or `extra` is not JSON-able.
+    """
+    if not isinstance(state, SolverState):
+        raise ValueError(f"state must be a SolverState, got {type(state).__name__}")
+    if game.labels is None:
+        raise ValueError("game has no labels (fingerprint); compile it with cfrjax.load_game / compile_game")
+    arrays = {k: np.asarray(jax.device_get(getattr(state, k))) for k in _LEAVES}
+    if arrays["regret"].shape[-1:] != (game.num_slots,):
+        raise ValueError(f"state has {arrays['regret'].shape[-1:]} slots, the game {game.name!r} has "
+                         f"{game.num_slots}: the state is not for this game")
+    meta = dict(format=FORMAT, game=game.name, fingerprint=game.labels.fingerprint,
+                game_data=game_data_digest(game), config=_config_dict(state.config),
+                iteration=int(np.max(arrays["iteration"])) if arrays["iteration"].size else 0,
+                leaves={k: [arrays[k].dtype.name, list(arrays[k].shape)] for k in _LEAVES},
+                sha256=_array_digest(arrays), extra=extra)
+    try:
+        meta_bytes = json.dumps(meta, allow_nan=True).encode()
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"extra is not JSON-able: {e}") from None
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, meta=np.frombuffer(meta_bytes, np.uint8), **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable (best effort: not every platform can open a directory)
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def _read(path: str) -> tuple[dict, dict]:
+    """Meta and arrays of a checkpoint file, verified; `CheckpointError` if unreadable."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"checkpoint {path} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if "meta" not in z.files:
+                raise CheckpointError(f"checkpoint {path}: not a cfrjax checkpoint (no metadata)")
+            meta = json.loads(z["meta"].tobytes().decode())
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+                got = meta.get("format") if isinstance(meta, dict) else None
+                raise CheckpointError(f"checkpoint {path}: not a cfrjax checkpoint (format {got!r}, "
+                                      f"expected {FORMAT!r})")
+            missing = [k for k in _LEAVES if k not in z.files]
+            unknown = sorted(set(z.files) - set(_LEAVES) - {"meta"})
+            if missing or unknown:
+                raise CheckpointError(f"checkpoint {path}: its state has other fields than this version of cfrjax "
+                                      f"(missing {missing}, unknown {unknown}); made by another version?")
+            arrays = {k: z[k] for k in _LEAVES}
+    except CheckpointError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, UnicodeDecodeError) as e:
+        size = os.path.getsize(path)
+        raise CheckpointError(f"checkpoint {path} is truncated or corrupt ({size} bytes; "
+                              f"{type(e).__name__}: {e}); delete it to start over") from None
+    if _array_digest(arrays) != meta.get("sha256"):
+        raise CheckpointError(f"checkpoint {path} is corrupt: its arrays do not match their recorded checksum")
+    return meta, arrays
+
+
+def checkpoint_info(path: str | os.PathLike) -> dict:
+    """The metadata of a checkpoint without loading it for a game: `game`, `fingerprint`,
+    `config` (a `Config`), `iteration` (the largest, for a batch), `leaves` (dtype and
+    shape per leaf) and `extra`. Raises `CheckpointError` for an unreadable file."""
+    meta, _ = _read(os.fspath(path))
+    info = dict(meta)
+    info["config"] = _config_from_dict(meta["config"])
+    return info
+
+
+def load_checkpoint(path: str | os.PathLike, game: CompiledGame, *,
+                    config: Config | SolverState | None = None) -> SolverState:
+    """Read a checkpoint written by `save_checkpoint` for `game`.
+
+    Args:
+      path: the checkpoint file.
+      game: the compiled game; must be the one the checkpoint was made for (same
+        fingerprint and the same payoffs / chance probabilities).
+      config: if given (a `Config`, or a `SolverState` whose config is used), the
+        checkpoint's config must equal it.
+
+    Returns:
+      The saved `SolverState`, leaves on the default device with their saved dtypes.
+
+    Raises:
+      FileNotFoundError: no file at `path`.
+      CheckpointError: the file is truncated or corrupt, or was made for another game,
+        other payoffs, or another config (the message says which and how).
+    """
+    path = os.fspath(path)
+    meta, arrays = _read(path)
+    labels = game.labels
+    if labels is None or meta.get("fingerprint") != labels.fingerprint:
+        raise CheckpointError(
+            f"checkpoint {path} was made for game {meta.get('game')!r} (fingerprint {meta.get('fingerprint')}), "
+            f"not for {game.name!r} (fingerprint {labels.fingerprint if labels else None}): another game, "
+            "or the same game compiled differently (e.g. --chance); use another checkpoint path")
+    if meta.get("game_data") != game_data_digest(game):
+        raise CheckpointError(
+            f"checkpoint {path} was made for game {meta.get('game')!r} with other payoffs or chance "
+            "probabilities (same tree, retargeted: set_payoffs / set_root_ranges / set_root_chance); "
+            "use another checkpoint path")
+    try:
+        saved = _config_from_dict(meta["config"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"checkpoint {path}: unreadable config {meta.get('config')!r} ({e})") from None
+    want = config.config if isinstance(config, SolverState) else config
+    if want is not None and want != saved:
+        diff = [f"{k} {getattr(saved, k)!r} (asked: {getattr(want, k)!r})" for k in _config_dict(saved)
+                if getattr(saved, k) != getattr(want, k)]
+        raise CheckpointError(f"checkpoint {path} was made with a different config: {'; '.join(diff)}; "
+                              "resume with the same options or use another checkpoint path")
+    if saved.dtype == "float64" and not jax.config.jax_enable_x64:
+        raise CheckpointError(f"checkpoint {path} holds a float64 state; enable 64-bit JAX "
+                              "(jax.config.update('jax_enable_x64', True), or --dtype float64) to load it")
+    if arrays["regret"].shape[-1:] != (game.num_slots,):
+        raise CheckpointError(f"checkpoint {path}: state has shape {arrays['regret'].shape}, the game has "
+                              f"{game.num_slots} slots")
+    leaves = {k: jnp.asarray(arrays[k], arrays[k].dtype) for k in _LEAVES}
+    for k in _LEAVES:  # a silent dtype change (e.g. int64 -> int32) would break bit-exact resumption
+        if leaves[k].dtype != arrays[k].dtype:
+            raise CheckpointError(f"checkpoint {path}: leaf {k} is {arrays[k].dtype}, which this JAX "
+                                  f"configuration stores as {leaves[k].dtype}")
+    return SolverState(**leaves, config=saved)

@@ -1,0 +1,298 @@
+"""Checkpoints (exact resume, clear errors), policy files, and the CLI around them:
+SIGTERM + resume equals an uninterrupted run bit for bit, --plot, --save-policy, show."""
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax import cli
+from cfrjax.checkpoint import CheckpointError
+
+LEAVES = tuple(f.name for f in dataclasses.fields(cfrjax.SolverState) if not f.metadata.get("static"))
+
+
+def assert_bitwise_equal(a, b):
+    assert a.config == b.config
+    for k in LEAVES:
+        x, y = np.asarray(getattr(a, k)), np.asarray(getattr(b, k))
+        assert x.dtype == y.dtype and x.shape == y.shape, k
+        assert x.tobytes() == y.tobytes(), f"{k} differs"
+
+
+@pytest.fixture(scope="module")
+def kuhn():
+    return cfrjax.load_game("kuhn_poker")
+
+
+@pytest.fixture(scope="module")
+def leduc():
+    return cfrjax.load_game("leduc_poker")
+
+
+@pytest.fixture(scope="module")
+def cli_env(tmp_path_factory):
+    """Environment of CLI subprocesses: a persistent compilation cache shared by this
+    module's runs (they compile the same executables), float32 (no x64)."""
+    env = dict(os.environ)
+    env.update(JAX_COMPILATION_CACHE_DIR=str(tmp_path_factory.mktemp("jax_cache")),
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+    env.pop("JAX_ENABLE_X64", None)
+    return env
+
+
+def _cli(env, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "cfrjax", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+# ----------------------------------------------------------------------------------------
+# Python API
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(rule="cfr+", order="alternating"),
+    dict(rule="pdcfr+", order="alternating", alpha=2.0),
+    dict(rule="dcfr", dtype="float32"),
+])
+def test_resume_from_halfway_is_bitwise_identical(kuhn, kwargs, tmp_path):
+    state = cfrjax.init(kuhn, **kwargs)
+    half = cfrjax.solve(kuhn, state, 40)
+    full = cfrjax.solve(kuhn, half, 40)
+    path = tmp_path / "run.ckpt"
+    cfrjax.save_checkpoint(path, kuhn, half, extra={"note": "halfway"})
+    assert os.listdir(tmp_path) == ["run.ckpt"]  # no temporary file left behind
+    loaded = cfrjax.load_checkpoint(path, kuhn, config=state.config)
+    assert_bitwise_equal(loaded, half)
+    assert_bitwise_equal(cfrjax.solve(kuhn, loaded, 40), full)
+    info = cfrjax.checkpoint_info(path)
+    assert info["iteration"] == 40 and info["extra"] == {"note": "halfway"} and info["config"] == state.config
+
+
+def test_batch_of_states_round_trips(kuhn, tmp_path):
+    rng = np.random.default_rng(0)
+    states = jax.vmap(lambda _: cfrjax.init(kuhn, "cfr"))(np.arange(3))
+    states = dataclasses.replace(states, regret=rng.normal(size=states.regret.shape),
+                                 iteration=np.array([1, 2, 3], np.int32))
+    cfrjax.save_checkpoint(tmp_path / "b.ckpt", kuhn, states)
+    assert_bitwise_equal(cfrjax.load_checkpoint(tmp_path / "b.ckpt", kuhn), states)
+    assert cfrjax.checkpoint_info(tmp_path / "b.ckpt")["iteration"] == 3
+
+
+def test_truncated_or_corrupt_checkpoint_is_a_clear_error(kuhn, tmp_path):
+    state = cfrjax.solve(kuhn, cfrjax.init(kuhn), 10)
+    good = tmp_path / "good.ckpt"
+    cfrjax.save_checkpoint(good, kuhn, state)
+    data = good.read_bytes()
+    for name, content in [("truncated", data[:len(data) // 2]), ("empty", b""), ("garbage", b"not a checkpoint"),
+                          ("tail_cut", data[:-10])]:
+        bad = tmp_path / f"{name}.ckpt"
+        bad.write_bytes(content)
+        with pytest.raises(CheckpointError, match="truncated or corrupt"):
+            cfrjax.load_checkpoint(bad, kuhn)
+    # A flipped byte in the average's data: caught by the zip CRC or by the checksum.
+    avg = np.asarray(state.avg).tobytes()
+    i = data.index(avg)
+    flipped = bytearray(data)
+    flipped[i + len(avg) // 2] ^= 0xFF
+    (tmp_path / "flipped.ckpt").write_bytes(bytes(flipped))
+    with pytest.raises(CheckpointError, match="corrupt"):
+        cfrjax.load_checkpoint(tmp_path / "flipped.ckpt", kuhn)
+    with pytest.raises(FileNotFoundError):
+        cfrjax.load_checkpoint(tmp_path / "missing.ckpt", kuhn)
+    # A failed save leaves the previous checkpoint as it was.
+    with pytest.raises(ValueError, match="JSON"):
+        cfrjax.save_checkpoint(good, kuhn, state, extra={"x": object()})
+    assert good.read_bytes() == data and sorted(os.listdir(tmp_path)).count("good.ckpt") == 1
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]
+
+
+def test_checkpoint_of_another_game_or_config_is_refused(kuhn, leduc, tmp_path):
+    state = cfrjax.solve(kuhn, cfrjax.init(kuhn, "cfr+"), 10)
+    path = tmp_path / "k.ckpt"
+    cfrjax.save_checkpoint(path, kuhn, state)
+    with pytest.raises(CheckpointError, match="made for game 'kuhn_poker\\(\\)'.*not for 'leduc_poker\\(\\)'"):
+        cfrjax.load_checkpoint(path, leduc)
+    with pytest.raises(CheckpointError, match="different config: rule 'cfr\\+' \\(asked: 'cfr'\\)"):
+        cfrjax.load_checkpoint(path, kuhn, config=cfrjax.Config(rule="cfr"))
+    with pytest.raises(CheckpointError, match="different config: order"):
+        cfrjax.load_checkpoint(path, kuhn, config=cfrjax.init(kuhn, "cfr+", order="alternating"))
+    other = cfrjax.set_payoffs(kuhn, 2.0 * kuhn.payoff)  # same tree and fingerprint, other payoffs
+    with pytest.raises(CheckpointError, match="other payoffs"):
+        cfrjax.load_checkpoint(path, other)
+    with pytest.raises(CheckpointError, match="made for game"):
+        cfrjax.load_checkpoint(path, cfrjax.load_game("kuhn_poker", chance="explicit"))
+
+
+# ----------------------------------------------------------------------------------------
+# Policies
+
+
+def test_policy_files_round_trip_exactly(kuhn, tmp_path):
+    for dtype in ("float32", "float64"):
+        state = cfrjax.solve(kuhn, cfrjax.init(kuhn, "cfr+", dtype=dtype), 50)
+        policy = cfrjax.average_policy(kuhn, state)
+        expl = float(cfrjax.exploitability(kuhn, policy))
+        for ext in ("json", "npz"):
+            path = tmp_path / f"p.{ext}"
+            cfrjax.save_policy(path, kuhn, policy, meta={"iterations": 50})
+            loaded = cfrjax.load_policy(path, kuhn)
+            assert loaded.dtype == policy.dtype
+            assert np.asarray(loaded).tobytes() == np.asarray(policy).tobytes()
+            assert float(cfrjax.exploitability(kuhn, loaded)) == expl
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["infosets"]["0"] == {"player": 0, "actions": {"Pass": pytest.approx(float(policy[0])),
+                                                             "Bet": pytest.approx(float(policy[1]))}}
+    # Matched by names: loads into the other chance mode's compilation too.
+    explicit = cfrjax.load_game("kuhn_poker", chance="explicit")
+    assert np.array_equal(cfrjax.load_policy(tmp_path / "p.json", explicit), policy)
+    with pytest.raises(ValueError, match="not in the policy file"):
+        cfrjax.load_policy(tmp_path / "p.json", cfrjax.load_game("leduc_poker"))
+
+
+def test_strategy_table(kuhn):
+    policy = cfrjax.uniform_policy(kuhn)
+    rows = cfrjax.strategy_table(kuhn, policy)
+    assert len(rows) == kuhn.num_slots
+    assert rows[0] == {"infoset": "0", "player": 0, "action": "Pass", "probability": 0.5}
+    assert {r["player"] for r in rows} == {0, 1}
+    assert cfrjax.strategy_table(kuhn, policy, min_probability=0.6) == []
+
+
+def test_strategy_table_poker_rows_have_hand_and_history():
+    from cfrjax.games.poker import PokerSubgameSpec, build_spec
+    game = cfrjax.load_game(build_spec(PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100,
+                                                        bet_fractions=(1.0,), range0="AA", range1="QQ")))
+    rows = cfrjax.strategy_table(game, cfrjax.uniform_policy(game))
+    assert len(rows) == game.num_slots
+    assert {"infoset", "player", "action", "probability", "hand", "history"} <= set(rows[0])
+    assert rows[0]["history"] == "" and rows[0]["hand"] in rows[0]["infoset"]
+
+
+def test_show_prints_action_probabilities(kuhn, tmp_path, capsys):
+    policy = cfrjax.uniform_policy(kuhn)
+    path = tmp_path / "p.npz"
+    cfrjax.save_policy(path, kuhn, policy)
+    assert cli.main(["show", str(path), "1pb"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("1pb") and "player 0" in out[0]
+    assert [l.split() for l in out[1:]] == [["Pass", "0.500000"], ["Bet", "0.500000"]]
+    assert cli.main(["show", str(path), "zzz"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("cfrjax: error: no information set") and "zzz" in err[0]
+
+
+def test_games_lists_sizes(capsys):
+    assert cli.main(["games"]) == 0
+    out = capsys.readouterr().out
+    assert "leduc_poker" in out and "9,457" in out and "hunl_river" in out
+
+
+def test_known_sizes_are_right():
+    from cfrjax.games.openspiel import spec_from_openspiel
+    for src in ("kuhn_poker", "leduc_poker", "dark_hex(num_rows=2,num_cols=2)"):
+        spec = spec_from_openspiel(src)
+        assert cli.KNOWN_SIZES[src] == (spec.num_nodes, spec.num_infosets)
+
+
+def test_stop_points_are_absolute():
+    assert cli._stop_points(0, 10, 3, None) == [3, 6, 9, 10]
+    assert cli._stop_points(0, 3000, 300, 500)[:4] == [100, 200, 300, 400]  # gcd: one chunk size
+    assert cli._stop_points(700, 1000, 300, 500) == [800, 900, 1000]
+    assert cli._stop_points(0, 10_000, 997, 1000)[:3] == [997, 1000, 1994]  # gcd 1: union instead
+
+
+# ----------------------------------------------------------------------------------------
+# The command line
+
+
+def test_cli_sigterm_then_resume_equals_uninterrupted_run(cli_env, leduc, tmp_path):
+    args = [sys.executable, "-m", "cfrjax", "solve", "leduc_poker", "--iterations", "3000",
+            "--checkpoint-every", "500", "--json", "--checkpoint"]
+    ckpt, ref_ckpt = tmp_path / "run.ckpt", tmp_path / "ref.ckpt"
+    # The uninterrupted run and the interrupted one side by side (two cores).
+    ref = subprocess.Popen(args + [str(ref_ckpt)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env=cli_env)
+    env = dict(cli_env, CFRJAX_TEST_CHUNK_DELAY_S="0.05")  # ~1.5 s of chunks: time to interrupt
+    proc = subprocess.Popen(args + [str(ckpt)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 240
+    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    assert ckpt.exists(), proc.communicate()[1]
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "stopped by SIGTERM" in err and "Traceback" not in err
+    stopped_at = cfrjax.checkpoint_info(ckpt)["iteration"]
+    assert 500 <= stopped_at < 3000
+
+    resumed = _cli(cli_env, *args[3:], str(ckpt))
+    assert resumed.returncode == 0, resumed.stderr
+    record = json.loads(resumed.stdout.splitlines()[-1])
+    assert record["resumed_from"] == stopped_at and record["iterations"] == 3000
+    out, err = ref.communicate(timeout=240)
+    assert ref.returncode == 0, err
+    assert_bitwise_equal(cfrjax.load_checkpoint(ckpt, leduc), cfrjax.load_checkpoint(ref_ckpt, leduc))
+    assert record["exploitability"] == json.loads(out.splitlines()[-1])["exploitability"]
+
+
+def test_cli_refuses_mismatched_or_corrupt_checkpoint(kuhn, tmp_path, capsys):
+    ckpt = tmp_path / "k.ckpt"
+    cfrjax.save_checkpoint(ckpt, kuhn, cfrjax.init(kuhn, "cfr+", dtype="float32"))
+    before = ckpt.read_bytes()
+    assert cli.main(["solve", "kuhn_poker", "--checkpoint", str(ckpt), "--rule", "cfr"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("cfrjax: error: checkpoint") and "rule 'cfr+' (asked: 'cfr')" in err[-1]
+    assert ckpt.read_bytes() == before
+    ckpt.write_bytes(before[:100])
+    assert cli.main(["solve", "kuhn_poker", "--checkpoint", str(ckpt)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "truncated or corrupt" in err[0]
+
+
+def test_cli_plot_and_policy(cli_env, leduc, tmp_path):
+    png, pol, ckpt = tmp_path / "out.png", tmp_path / "policy.json", tmp_path / "run.ckpt"
+    # --eval-every 100: the chunk size of the 3000-iteration runs above (cached executables).
+    out = _cli(cli_env, "solve", "leduc_poker", "--iterations", "2000", "--plot", str(png), "--eval-every", "100",
+               "--save-policy", str(pol), "--checkpoint", str(ckpt), "--json")
+    assert out.returncode == 0, out.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    import matplotlib.image
+    assert matplotlib.image.imread(png).shape[:2] == (400, 1000)
+    record = json.loads(out.stdout.splitlines()[-1])
+    doc = json.loads(pol.read_text())
+    assert doc["meta"]["iterations"] == 2000 and len(doc["infosets"]) == 936
+    assert doc["meta"]["exploitability"] == record["exploitability"]
+    # The saved policy is the final state's average policy, bit for bit (so its
+    # exploitability is the reported number: test_policy_files_round_trip_exactly).
+    state = cfrjax.load_checkpoint(ckpt, leduc)
+    policy = cfrjax.load_policy(pol, leduc)
+    assert np.asarray(policy).tobytes() == np.asarray(cfrjax.average_policy(leduc, state)).tobytes()
+
+
+def test_cli_errors_are_one_line(cli_env, tmp_path, capsys, monkeypatch):
+    out = _cli(cli_env, "solve", "no_such_game")  # a real process: OpenSpiel's own stderr counts too
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "cfrjax: error: unknown game 'no_such_game': not a file and not an OpenSpiel game (`cfrjax games` "
+        "lists some; any OpenSpiel game string works)"]
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    cases = [
+        (["solve", "kuhn_poker", "--plot", str(tmp_path / "x.png")], "--plot needs matplotlib"),
+        (["solve", "kuhn_poker", "--checkpoint-every", "5"], "needs --checkpoint"),
+        (["solve", "kuhn_poker", "--save-policy", "p.csv"], ".json or .npz"),
+        (["solve", "kuhn_poker(foo=1)"], "Unknown parameter 'foo'"),
+        (["solve", "missing.toml"], "no such file"),
+        (["show", str(tmp_path / "none.json"), "x"], "does not exist"),
+    ]
+    for args, needle in cases:
+        assert cli.main(args) == 2, args
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("cfrjax: error:") and needle in lines[0], (args, lines)
