@@ -57,6 +57,8 @@ def test_plan_from_sizes_matches_game(leduc):
     assert f32.group_bytes()["scratch"] * 2 == a.group_bytes()["scratch"]
 
 
+@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the plan's scratch rows are calibrated on XLA:CPU; "
+                    "XLA:GPU keeps more temporaries (measured 2.4x on an H200), see bench/results/scaling.jsonl")
 @pytest.mark.parametrize("order", ["simultaneous", "alternating"])
 def test_plan_close_to_xla(leduc, order):
     """The plan is within a small factor of XLA's own buffer assignment (CPU)."""

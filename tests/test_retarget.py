@@ -76,6 +76,7 @@ def test_root_deals_recorded(river):
     np.testing.assert_array_equal(np.asarray(game.edge_prob[lo:hi]), prob)
 
 
+@pytest.mark.fixed_order
 @pytest.mark.parametrize("chance", ["folded", "explicit"])
 def test_set_root_ranges_equals_fresh_compile_and_no_retrace(river, chance):
     cfg, spec, _ = river
@@ -101,6 +102,7 @@ def test_set_root_ranges_equals_fresh_compile_and_no_retrace(river, chance):
     _assert_same_game(cfrjax.set_root_ranges(moved, *cfg.ranges()), game)
 
 
+@pytest.mark.fixed_order
 @pytest.mark.parametrize("chance", ["folded", "explicit"])
 def test_set_payoffs_equals_fresh_compile_and_no_retrace(river, chance):
     _, spec, _ = river
@@ -134,6 +136,7 @@ def test_set_root_chance_renormalizes_nothing_and_matches_ranges(river):
         cfrjax.set_root_chance(game, p[:-1])
 
 
+@pytest.mark.fixed_order
 def test_vmap_over_ranges_equals_separate_solves(river):
     cfg, _, game = river
     B = 8

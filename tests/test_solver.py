@@ -45,6 +45,7 @@ def test_jit_scan_vmap_equivalence(kuhn, rule, averaging, order):
         chex.assert_trees_all_close(jax.tree.map(lambda x: x[i], out), jitted(kuhn, s), atol=1e-15, rtol=0)
 
 
+@pytest.mark.fixed_order
 def test_scan_equals_steps_on_leduc_float32():
     game = cfrjax.load_game("leduc_poker")
     state = cfrjax.init(game, rule="cfr+", order="alternating", dtype="float32")
@@ -80,6 +81,7 @@ def test_eval_trace(kuhn):
     assert np.all(np.diff(np.asarray(trace.exploitability)) < 0)
 
 
+@pytest.mark.fixed_order
 @pytest.mark.parametrize("name,expected", [("kuhn_poker", 2.83e-3), ("leduc_poker", 6.65e-3)])
 def test_paper_simultaneous_cfr_plus_float32(name, expected):
     """tab:convergence, simultaneous CFR+ (float32, 1,000 iterations), to 3 significant figures."""
