@@ -139,3 +139,21 @@ def test_sizes_command(tmp_path, capsys):
     assert main(["--json", str(path)]) == 0
     out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert out["name"] == "tiny" and out["street"] == "turn" and out["states"] == out["deals"] * 3310
+
+
+def test_river_nuts_anchor_brute_force():
+    """The nuts anchor by brute-force enumeration of pure strategies (reference oracle, no
+    code shared with the compiled path), against the solver's value: 10 to 1e-10."""
+    from reference import brute_force_best_response_value
+    spec = build_spec(PokerSubgameSpec(board=RIVER, range0="AsQs,AhQh", range1="KK"))
+    game, _, _, value, br0, br1 = _solve_anchor(spec)
+    policy = {}
+    for key, names in zip(spec.infoset_keys, spec.action_names):
+        p = np.zeros(len(names))
+        p[_passive(names) if key.startswith("P0") else 0] = 1.0  # P0: check/call; P1: check, fold
+        policy[key] = p
+    # Against P0's check/call no P1 strategy holds P0 below 10, and against P1's check/fold
+    # no P0 strategy wins more than 10.
+    assert -brute_force_best_response_value(spec, policy, 1) == pytest.approx(10.0, abs=1e-10)
+    assert brute_force_best_response_value(spec, policy, 0) == pytest.approx(10.0, abs=1e-10)
+    assert abs(value - 10.0) <= br0 + br1 + 1e-10  # solver value within NashConv of the anchor
