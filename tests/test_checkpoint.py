@@ -214,6 +214,7 @@ def test_stop_points_are_absolute():
 # The command line
 
 
+@pytest.mark.fixed_order
 def test_cli_sigterm_then_resume_equals_uninterrupted_run(cli_env, leduc, tmp_path):
     args = [sys.executable, "-m", "cfrjax", "solve", "leduc_poker", "--iterations", "3000",
             "--checkpoint-every", "500", "--json", "--checkpoint"]

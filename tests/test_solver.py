@@ -143,7 +143,7 @@ def test_float32_default_without_x64():
 
 
 @pytest.mark.parametrize("kwargs,bad", [(dict(rule="cfr++"), "cfr++"), (dict(order="sequential"), "sequential"),
-                                        (dict(averaging="quadratic"), "quadratic"), (dict(dtype="int8"), "int8")])
+                                        (dict(averaging="cubic"), "cubic"), (dict(dtype="int8"), "int8")])
 def test_config_rejects_bad_values(kuhn, kwargs, bad):
     with pytest.raises((ValueError, TypeError), match=bad):
         cfrjax.init(kuhn, **kwargs)
