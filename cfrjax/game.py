@@ -144,6 +144,14 @@ class CompiledGame:
     def name(self) -> str:
         return self.labels.name if self.labels is not None else "game"
 
+    def infoset_slots(self) -> dict:
+        """Information-set key -> its `slice` of the `[S]` slot vectors (slot order)."""
+        out, offset = {}, 0
+        for key, names in zip(self.labels.infoset_keys, self.labels.action_names):
+            out[key] = slice(offset, offset + len(names))
+            offset += len(names)
+        return out
+
     def sizes(self) -> dict:
         """Sizes as a plain dict: nodes, infosets, slots, depth, decision edges."""
         return dict(nodes=self.num_nodes, infosets=self.num_infosets, slots=self.num_slots,

@@ -19,15 +19,6 @@ from cfrjax.game import CompiledGame
 from cfrjax.state import SolverState
 
 
-def infoset_slots(game: CompiledGame) -> dict[str, slice]:
-    """Information-set key -> its slice of the `[S]` slot vectors."""
-    out, offset = {}, 0
-    for key, names in zip(game.labels.infoset_keys, game.labels.action_names):
-        out[key] = slice(offset, offset + len(names))
-        offset += len(names)
-    return out
-
-
 def lock(game: CompiledGame, state: SolverState, strategies: Mapping[str, Sequence[float]]) -> SolverState:
     """Return `state` with the strategy at the given information sets fixed.
 
@@ -41,7 +32,7 @@ def lock(game: CompiledGame, state: SolverState, strategies: Mapping[str, Sequen
       KeyError: an unknown information-set key.
       ValueError: a probability vector of the wrong length, negative, or not summing to 1.
     """
-    slots = infoset_slots(game)
+    slots = game.infoset_slots()
     mask = np.asarray(state.locked).copy()
     values = np.asarray(state.locked_policy).copy()
     for key, probs in strategies.items():
@@ -65,7 +56,7 @@ def unlock(game: CompiledGame, state: SolverState, keys: Sequence[str] | None = 
     if keys is None:
         mask[:] = False
     else:
-        slots = infoset_slots(game)
+        slots = game.infoset_slots()
         for key in keys:
             if key not in slots:
                 raise KeyError(f"{game.name}: no information set {key!r} to unlock")

@@ -63,7 +63,7 @@ import jax.numpy as jnp
 
 RULES = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "pdcfr+")
 ORDERS = ("simultaneous", "alternating")
-AVERAGING = ("uniform", "linear")
+AVERAGING = ("uniform", "linear", "quadratic")
 DTYPES = ("float32", "float64")
 
 # Rules whose strategy is matched against regret + prediction (need the prediction buffer).
@@ -103,8 +103,10 @@ class Config:
       rule: one of `RULES` (see the module docstring for each rule's exact update).
       order: `"simultaneous"` (both players from one profile) or `"alternating"` (player
         0's half-update, then player 1's, which sees player 0's new strategy).
-      averaging: `"uniform"` (`w_t = 1`) or `"linear"` (`w_t = t`, from the first
-        iteration, as in the paper and OpenSpiel's `CFRPlusSolver`). For `lcfr`, `dcfr`
+      averaging: `"uniform"` (`w_t = 1`), `"linear"` (`w_t = t`, from the first
+        iteration, as in the paper and OpenSpiel's `CFRPlusSolver`) or `"quadratic"`
+        (`w_t = t^2`, the weights Farina et al. 2021 recommend for PCFR+; the paper's
+        PCFR+ cells of tab:convergence are reproduced with them). For `lcfr`, `dcfr`
         and `pdcfr+` the schedule is the rule's own (gamma) and only `"linear"` (the
         default) is accepted.
       dtype: `"float32"` or `"float64"` (the latter needs `jax_enable_x64`).
@@ -184,4 +186,6 @@ def average_step(config: Config, t):
         return ((t - 1.0) / t) ** config.gamma, one
     if config.averaging == "uniform":
         return one, one
+    if config.averaging == "quadratic":
+        return one, t * t
     return one, t

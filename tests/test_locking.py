@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import cfrjax
-from cfrjax.locking import infoset_slots
 
 
 @pytest.fixture(scope="module")
@@ -14,7 +13,7 @@ def kuhn():
 
 
 def test_locked_sets_play_their_strategy(kuhn):
-    slots = infoset_slots(kuhn)
+    slots = kuhn.infoset_slots()
     key = kuhn.labels.infoset_keys[0]
     state = cfrjax.lock(kuhn, cfrjax.init(kuhn, order="alternating"), {key: [0.25, 0.75]})
     state = cfrjax.solve(kuhn, state, 50)
@@ -30,7 +29,7 @@ def test_locking_all_of_one_player_gives_a_best_response(kuhn):
     """With player 0 locked everywhere, player 1's average converges to a best response:
     player 0's value tends to minus player 1's best-response value against the lock."""
     rng = np.random.default_rng(0)
-    slots = infoset_slots(kuhn)
+    slots = kuhn.infoset_slots()
     fixed = {k: rng.dirichlet(np.ones(sl.stop - sl.start)) for k, sl in slots.items()
              if kuhn.labels.infoset_player[list(slots).index(k)] == 0}
     state = cfrjax.lock(kuhn, cfrjax.init(kuhn, order="alternating", dtype="float64"), fixed)

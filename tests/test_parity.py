@@ -31,14 +31,10 @@ COMBOS = [(rule, averaging, order) for rule in ("cfr", "cfr+") for averaging in 
           for order in ("simultaneous", "alternating")]
 
 
-def _dict_policy(game, policy):
-    """`[S]` policy -> {infoset key: probabilities}."""
-    policy = np.asarray(policy)
-    out, off = {}, 0
-    for key, names in zip(game.labels.infoset_keys, game.labels.action_names):
-        out[key] = policy[off:off + len(names)]
-        off += len(names)
-    return out
+def _dict_policy(game, vec):
+    """`[S]` vector -> {infoset key: its entries}."""
+    vec = np.asarray(vec)
+    return {key: vec[sl] for key, sl in game.infoset_slots().items()}
 
 
 CHECKPOINTS = (1, 10, 100)

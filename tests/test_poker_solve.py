@@ -18,13 +18,10 @@ RIVER = "Ks Js Th 7d 2c"
 TURN = "Ks Js Th 7d"
 
 
-def _dict_policy(game, policy):
-    policy = np.asarray(policy)
-    out, off = {}, 0
-    for key, names in zip(game.labels.infoset_keys, game.labels.action_names):
-        out[key] = policy[off:off + len(names)]
-        off += len(names)
-    return out
+def _dict_policy(game, vec):
+    """`[S]` vector -> {infoset key: its entries}."""
+    vec = np.asarray(vec)
+    return {key: vec[sl] for key, sl in game.infoset_slots().items()}
 
 
 def _pure(game, choose):

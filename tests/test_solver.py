@@ -16,8 +16,10 @@ import pytest
 import cfrjax
 from cfrjax.iteration import running_mean_update
 
-COMBOS = [(rule, averaging, order) for rule in ("cfr", "cfr+") for averaging in ("uniform", "linear")
-          for order in ("simultaneous", "alternating")]
+# Every rule x order (with the rule's default averaging), and the foundation rules with
+# uniform averaging too.
+COMBOS = ([(rule, "linear", order) for rule in cfrjax.rules.RULES for order in cfrjax.rules.ORDERS]
+          + [(rule, "uniform", order) for rule in ("cfr", "cfr+") for order in cfrjax.rules.ORDERS])
 
 
 @pytest.fixture(scope="module")
