@@ -83,8 +83,8 @@ def main(argv=None):
                 recs.append(r)
         else:
             recs.append(dict(backend="liteefg", skipped=why))
-        recs.append(dict(backend="noregret", skipped="adapter unfinished (noregret 0.0.0.dev3 is NumPy "
-                                                     "sequence-form only; no GameSpec bridge yet)"))
+        recs.append(dict(backend="noregret", skipped="unavailable: PyPI's noregret 0.0.0.dev3 is an empty "
+                                                     "package (noregret/__init__.py has no code)"))
         cert = {f"{r['backend']}:{r.get('rule')}": (r["value"], r["nash_conv"]) for r in recs if "nash_conv" in r}
         rows = value_certificate(cert, strict=False)
         for r in recs:
