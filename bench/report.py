@@ -5,6 +5,7 @@
         [--plots bench/results] > bench/results/gpu.md
 
 Records are dispatched on their `bench` field: `foundation` (the foundation table),
+`kernels` (bench/kernels.py: ms/iter and kernels per rule, with the ratio to CFR+),
 `matrix` and `replica_check` (bench/matrix.py: the tab:matrix-style ms/iter table, one
 row per arm and device, and a detail table), `batched` and `bandwidth` (bench/batched.py:
 throughput per batch size with the bytes-per-iteration model). With `--plots DIR`
@@ -144,6 +145,18 @@ def plot_batched(records, path):
     plt.close(fig)
 
 
+def rules_table(records) -> str:
+    """bench/kernels.py records: ms/iter (and kernels) per rule, with the ratio to CFR+ of the same game and order."""
+    base = {(r["device"], r["game"], r["order"]): r["ms_per_iter"] for r in records if r["rule"] == "cfr+"}
+    lines = ["| device | game | order | rule | ms/iter | x CFR+ | kernels |", "|---|---|---|---|---:|---:|---:|"]
+    for r in records:
+        ref = base.get((r["device"], r["game"], r["order"]))
+        ratio = f"{r['ms_per_iter'] / ref:.2f}" if ref else "-"
+        lines.append(f"| {r['device']} | {r['game']} | {r['order']} | {r['rule']} | {r['ms_per_iter']:.4f} | "
+                     f"{ratio} | {r['kernels']} |")
+    return "\n".join(lines) + "\n"
+
+
 def render(records, plots_dir=None) -> str:
     by = {}
     for r in records:
@@ -157,6 +170,8 @@ def render(records, plots_dir=None) -> str:
         parts.append(check_table(by["replica_check"]))
     if by.get("batched") or by.get("bandwidth"):
         parts.append(batched_table(by.get("batched", []), by.get("bandwidth", [])))
+    if by.get("kernels"):
+        parts.append(rules_table(by["kernels"]))
     if plots_dir:
         import os
         os.makedirs(plots_dir, exist_ok=True)
