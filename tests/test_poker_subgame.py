@@ -404,3 +404,11 @@ def test_libratus_full_range_deal_counts():
     for k, deals in ((3, 1_001_813), (4, 633_312)):
         cfg = load_libratus_endgame(os.path.join(LIBRATUS, f"subgame{k}.txt"))
         assert subgame_deals(cfg)[0].size == deals
+
+
+def test_toml_overrides_replace_keys_inside_tables():
+    from cfrjax.games.poker import load_poker_toml
+    small = load_poker_toml("games/hunl_river.toml", random_hands=5)
+    assert small.num_nodes < 137_716
+    ranged = load_poker_toml("games/hunl_river.toml", range0="AA,KK", range1="QQ,JJ")
+    assert ranged.num_nodes < small.num_nodes * 10

@@ -657,6 +657,18 @@ _TOML_KEYS = {
 }
 
 
+def _flatten(d: Mapping, where: str) -> dict:
+    """The keys of the `[betting]` / `[ranges]` tables lifted to the top level."""
+    flat: dict = {}
+    for k, v in d.items():
+        items = v.items() if k in ("betting", "ranges", "game_config") and isinstance(v, Mapping) else [(k, v)]
+        for k2, v2 in items:
+            if k2 in flat:
+                raise PokerSpecError(f"{where}: key {k2!r} given twice")
+            flat[k2] = v2
+    return flat
+
+
 def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "spec") -> PokerSubgameSpec:
     """A `PokerSubgameSpec` from a (TOML-shaped) mapping.
 
@@ -667,17 +679,7 @@ def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "s
     and `libratus = "path/to/subgameN.txt"` with optional `top_n` (board, pot, ranges
     and bet abstraction from the Libratus file; other keys override).
     """
-    flat: dict = {}
-    for k, v in d.items():
-        if k in ("betting", "ranges", "game_config") and isinstance(v, Mapping):
-            for k2, v2 in v.items():
-                if k2 in flat:
-                    raise PokerSpecError(f"{where}: key {k2!r} given twice")
-                flat[k2] = v2
-        else:
-            if k in flat:
-                raise PokerSpecError(f"{where}: key {k!r} given twice")
-            flat[k] = v
+    flat = _flatten(d, where)
     unknown = sorted(set(flat) - _TOML_KEYS)
     if unknown:
         raise PokerSpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_TOML_KEYS)}")
@@ -709,14 +711,24 @@ def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "s
 
 
 def load_poker_config(path: str | os.PathLike, **overrides) -> PokerSubgameSpec:
-    """Read a poker subgame TOML file into a `PokerSubgameSpec` (`overrides` replace keys)."""
+    """Read a poker subgame TOML file into a `PokerSubgameSpec`.
+
+    `overrides` replace keys wherever the file has them (top level or a table), e.g.
+    `random_hands=10`; giving `range0`/`range1` replaces the file's ranges altogether.
+    """
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
     except tomllib.TOMLDecodeError as e:
         raise PokerSpecError(f"{path}: not valid TOML: {e}") from None
+    data = _flatten(data, path)
     data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
+    if any(k in overrides for k in ("range0", "range1", "player0", "player1")):
+        # Explicit ranges replace the file's ranges, random hands included.
+        for k in ("range0", "range1", "player0", "player1", "random_hands", "seed"):
+            if k not in overrides:
+                data.pop(k, None)
     data.update(overrides)
     return config_from_dict(data, base_dir=os.path.dirname(os.path.abspath(path)), where=path)
 
