@@ -412,3 +412,5 @@ def test_toml_overrides_replace_keys_inside_tables():
     assert small.num_nodes < 137_716
     ranged = load_poker_toml("games/hunl_river.toml", range0="AA,KK", range1="QQ,JJ")
     assert ranged.num_nodes < small.num_nodes * 10
+    tabled = load_poker_toml("games/hunl_river.toml", ranges={"random_hands": 5})
+    assert tabled.num_nodes == small.num_nodes

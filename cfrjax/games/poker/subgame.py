@@ -723,6 +723,7 @@ def load_poker_config(path: str | os.PathLike, **overrides) -> PokerSubgameSpec:
     except tomllib.TOMLDecodeError as e:
         raise PokerSpecError(f"{path}: not valid TOML: {e}") from None
     data = _flatten(data, path)
+    overrides = _flatten(overrides, "overrides")
     data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
     if any(k in overrides for k in ("range0", "range1", "player0", "player1")):
         # Explicit ranges replace the file's ranges, random hands included.
