@@ -178,7 +178,7 @@ def main():
                 break
             fields = POKER_FIELDS if is_poker(entry) else PAYOFF_FIELDS
             plan = plan_from_sizes(game.num_nodes, game.num_decision_edges, game.num_slots, game.num_infosets,
-                                   batch=b, dtype="float32", batched_fields=fields)
+                                   path_width=game.path_slot.shape[1], batch=b, dtype="float32", batched_fields=fields)
             try:
                 fit = check_fits(plan)
             except MemoryPlanError as e:

@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax.layout import pull_layout
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class GameLabels:
@@ -65,6 +67,10 @@ class GameLabels:
 _INDEX_FIELDS = ("parent", "lane_slot", "val_slot", "dec_child", "dec_parent", "dec_slot", "dec_opp",
                  "slot_infoset", "slot_own_reach")
 _FLOAT_FIELDS = ("template", "payoff", "chance_reach", "edge_prob", "dec_sign", "dec_chance", "slot_uniform")
+#: How the passes sum over the tree (`CompiledGame.reduction`).
+REDUCTIONS = ("auto", "pull", "scatter")
+#: Index leaves derived from the others when the game is placed (`cfrjax.layout`); not saved.
+_DERIVED_FIELDS = ("child_start", "slot_edge_start", "infoset_slot_start", "path_slot")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +100,10 @@ class CompiledGame:
         lane at one member of the slot's information set (equal at every member under
         perfect recall).
       slot_uniform: `[S]` float, `1 / |A(I)|` (regret matching's fallback).
+      child_start, slot_edge_start, infoset_slot_start: `[N + 1]`, `[S + 1]`, `[I + 1]`
+        int32 boundaries of contiguous segments (children, a slot's decision edges, a
+        set's slots), and path_slot: `[2, W, N]` int32 own-decision slots root -> node,
+        sentinel-padded; derived (`cfrjax.layout`).
 
     Static metadata:
       num_nodes, num_slots, num_infosets: sizes.
@@ -101,6 +111,13 @@ class CompiledGame:
       slot_split: player 0 owns slots `[0, slot_split)`, player 1 the rest.
       dec_split: player 0's decision edges are `[0, dec_split)`.
       br_rounds: per player, the longest chain of own decisions (best-response sweeps).
+      level_fanout: `D + 1` widths, the most children of a node of each depth;
+        max_slot_edges, max_actions: the most decision edges of a slot, actions of a set
+        (the padded widths of the pull sums, `cfrjax.layout`).
+      reduction: how the passes sum over the tree (`cfrjax.passes`): `"pull"`
+        (gather-and-add, for accelerators), `"scatter"` (scatter-add, for CPUs) or
+        `"auto"` (scatter on CPU, pull elsewhere; picked when the solve is lowered).
+        Both add in the same order; e.g. `dataclasses.replace(game, reduction="pull")`.
       chance_folded: whether chance is folded into `template` (see `compile_game`).
       labels: names of information sets and actions (`GameLabels`).
     """
@@ -121,6 +138,10 @@ class CompiledGame:
     slot_infoset: Any
     slot_own_reach: Any
     slot_uniform: Any
+    child_start: Any = None
+    slot_edge_start: Any = None
+    infoset_slot_start: Any = None
+    path_slot: Any = None
     num_nodes: int = dataclasses.field(metadata=dict(static=True), default=0)
     num_slots: int = dataclasses.field(metadata=dict(static=True), default=0)
     num_infosets: int = dataclasses.field(metadata=dict(static=True), default=0)
@@ -129,6 +150,14 @@ class CompiledGame:
     dec_split: int = dataclasses.field(metadata=dict(static=True), default=0)
     br_rounds: tuple = dataclasses.field(metadata=dict(static=True), default=(1, 1))
     chance_folded: bool = dataclasses.field(metadata=dict(static=True), default=True)
+    level_fanout: tuple = dataclasses.field(metadata=dict(static=True), default=())
+    max_slot_edges: int = dataclasses.field(metadata=dict(static=True), default=0)
+    max_actions: int = dataclasses.field(metadata=dict(static=True), default=0)
+    reduction: str = dataclasses.field(metadata=dict(static=True), default="auto")
+
+    def __post_init__(self):
+        if self.reduction not in REDUCTIONS:
+            raise ValueError(f"unknown reduction {self.reduction!r}; allowed: {', '.join(map(repr, REDUCTIONS))}")
     labels: GameLabels | None = dataclasses.field(metadata=dict(static=True), default=None)
 
     @property
@@ -181,9 +210,12 @@ def default_float_dtype():
 
 
 def from_numpy(arrays: dict[str, np.ndarray], meta: dict, labels: GameLabels) -> CompiledGame:
-    """Place host arrays on the default device as a `CompiledGame`."""
+    """Place host arrays on the default device as a `CompiledGame` (with its pull layout)."""
+    derived, widths = pull_layout(arrays, meta)
     fdt = default_float_dtype()
     leaves = {k: jnp.asarray(arrays[k], jnp.int32) for k in _INDEX_FIELDS}
+    leaves.update({k: jnp.asarray(v, jnp.int32) for k, v in derived.items()})
+    meta = {**meta, **widths}
     leaves.update({k: jnp.asarray(arrays[k], fdt) for k in _FLOAT_FIELDS})
     return CompiledGame(**leaves, **meta, labels=labels)
 

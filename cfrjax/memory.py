@@ -169,8 +169,8 @@ def _state_rows(S, sdt) -> list:
     return rows
 
 
-def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, *, batch: int = 1,
-                    dtype="float32", game_dtype=None, order: str = "simultaneous",
+def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, *, path_width: int = 8,
+                    batch: int = 1, dtype="float32", game_dtype=None, order: str = "simultaneous",
                     batched_fields=("template", "payoff", "chance_reach", "edge_prob", "dec_sign", "dec_chance",
                                     "slot_uniform")) -> MemoryPlan:
     """A plan from the game's counts alone (before building it).
@@ -178,6 +178,8 @@ def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, 
     Args:
       nodes, decision_edges, slots, infosets: N, M, S, I (e.g. from
         `cfrjax.games.poker.sizes.game_sizes` or the paper's counts; `M ~ N` in trees).
+      path_width: W, the most own decisions of one player on a root-to-node path (the
+        width of `path_slot`, `[2, W, N]`; default 8, e.g. a river with four bets each).
       batch: subgames per device.
       dtype: the solver state's float dtype; `game_dtype` that of the game's float
         leaves (default: the same).
@@ -189,7 +191,9 @@ def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, 
     fdt = np.dtype(dtype).name
     gdt = np.dtype(game_dtype or dtype).name
     index = {"parent": N, "lane_slot": 2 * N, "val_slot": N, "dec_child": M,
-             "dec_parent": M, "dec_slot": M, "dec_opp": M, "slot_infoset": S, "slot_own_reach": S}
+             "dec_parent": M, "dec_slot": M, "dec_opp": M, "slot_infoset": S, "slot_own_reach": S,
+             "child_start": N + 1, "slot_edge_start": S + 1, "infoset_slot_start": I + 1,
+             "path_slot": 2 * int(path_width) * N}
     floats = {"template": N, "payoff": N, "chance_reach": N, "edge_prob": N, "dec_sign": M, "dec_chance": M,
               "slot_uniform": S}
     rows = [Buffer(k, "index", n, "int32", False) for k, n in index.items() if n]

@@ -1,8 +1,25 @@
 """The tree passes of one iteration, over a `CompiledGame` (paper, section 4.2 and 4b).
 
-Each pass is a static Python loop over the D depth levels, so it traces to a fixed
-sequence of gathers, elementwise products and sorted segment sums: XLA sees the whole
-schedule and the loop never runs on the host per iteration.
+Each sum over a tree has two lowerings, picked per platform (`game.reduction`):
+
+* **pull** (accelerators): every output gathers its contiguous segment of members
+  (`cfrjax.layout`) along a short padded axis and adds them in member order: one fused,
+  deterministic kernel. The forward pass multiplies along each node's own-decision path
+  (`path_slot`), one kernel for all nodes.
+* **scatter** (CPU): a sorted segment sum (scatter-add) per level, and the forward pass
+  level by level. On a GPU a scatter-add needs zeroed memory (a second kernel) and
+  atomics that serialize where many members share an output (poker's information sets
+  have ~100 histories); on a CPU it is a sequential loop without padding, the cheaper form.
+
+Both add the same numbers in the same order (members in segment order, path factors
+root first); they agree to rounding (XLA may contract a product and the following add
+into one fused multiply-add; tested on CPU to 1e-12). The pull uses no atomics, so it is
+deterministic on GPU too. Where padding would cost more than `MAX_PAD` gathers per
+member, the pull falls back to the scatter.
+
+The backward pass is a static Python loop over the D depth levels, so it traces to a
+fixed sequence of kernels: XLA sees the whole schedule and nothing runs on the host per
+iteration.
 
 Strategy vectors passed in are *extended*: `[S + 1]`, with the sentinel entry (index S)
 equal to one.
@@ -15,16 +32,66 @@ import jax.numpy as jnp
 
 from cfrjax.game import CompiledGame
 
+#: Segments at most this wide are summed by an unrolled chain of adds, in member order
+#: (as a sequential scatter-add adds); wider ones by a reduction.
+UNROLL = 32
+#: A pull pads every segment to the widest; beyond this factor of gathered padding per
+#: member, a sorted segment sum (scatter-add) is used.
+MAX_PAD = 16.0
+
 
 def extend(sigma):
     """`[S]` strategy -> `[S + 1]` with the sentinel slot pinned to one."""
     return jnp.concatenate([sigma, jnp.ones((1,), sigma.dtype)])
 
 
+def by_platform(game: CompiledGame, pull, scatter):
+    """`pull()` or `scatter()` as `game.reduction` says; `"auto"`: scatter on CPU, pull elsewhere."""
+    if game.reduction == "pull":
+        return pull()
+    if game.reduction == "scatter":
+        return scatter()
+    return jax.lax.platform_dependent(cpu=scatter, default=pull)
+
+
+def segment_total(x, start, width: int, segment_ids, init=None, pull: bool = True):
+    """Sums of contiguous segments: `out[k] = init[k] + x[start[k]] + ... + x[start[k+1] - 1]`.
+
+    Args:
+      x: `[L]` members, ordered by segment.
+      start: `[K + 1]` int32 segment boundaries into `x`.
+      width: static, the longest segment.
+      segment_ids: `[L]` sorted segment of each member (for the scatter fallback).
+      init: optional `[K]` added first (the cumulative regret: members are added to it
+        one by one, as OpenSpiel accumulates).
+      pull: gather-and-add (else a sorted scatter-add).
+
+    Returns:
+      `[K]` sums.
+    """
+    num, length = start.shape[-1] - 1, x.shape[-1]
+    if length == 0 or width == 0:
+        return jnp.zeros((num,), x.dtype) if init is None else init
+    if not pull or num * width > MAX_PAD * length + 64:
+        if init is None:
+            return jax.ops.segment_sum(x, segment_ids, num_segments=num, indices_are_sorted=True)
+        return init.at[segment_ids].add(x, indices_are_sorted=True)
+    idx = start[:-1, None] + jnp.arange(width, dtype=start.dtype)
+    members = jnp.where(idx < start[1:, None], x[jnp.minimum(idx, length - 1)], 0)  # [K, width]
+    if width > UNROLL:
+        total = jnp.sum(members, axis=-1)
+        return total if init is None else init + total
+    acc = init
+    for k in range(width):
+        acc = members[:, k] if acc is None else acc + members[:, k]
+    return acc
+
+
 def segment_sum_slots(game: CompiledGame, x):
     """Per-information-set sums of a slot vector, broadcast back to the slots: `[S] -> [S]`."""
-    totals = jax.ops.segment_sum(x, game.slot_infoset, num_segments=game.num_infosets, indices_are_sorted=True)
-    return totals[game.slot_infoset]
+    def total(pull):
+        return segment_total(x, game.infoset_slot_start, game.max_actions, game.slot_infoset, pull=pull)
+    return by_platform(game, lambda: total(True), lambda: total(False))[game.slot_infoset]
 
 
 def regret_matching(game: CompiledGame, regret):
@@ -38,9 +105,26 @@ def regret_matching(game: CompiledGame, regret):
 def reach(game: CompiledGame, sigma_ext):
     """Forward pass: both players' own reach at every node, `[2, N]` (chance excluded).
 
-    Level by level, `reach[p, c] = reach[p, parent(c)] * sigma_ext[lane_slot[p, c]]`; the
-    children of a level are contiguous, so each level is one gather and one product.
+    `reach[p, c] = reach[p, parent(c)] * sigma_ext[lane_slot[p, c]]`: pulled as the product
+    of player p's decisions on the path to each node (`path_slot[p, :, c]`, root first,
+    sentinel-padded) in one kernel, or level by level (one gather-multiply per level). Both
+    multiply the same factors in the same order.
     """
+    return by_platform(game, lambda: _reach_paths(game, sigma_ext), lambda: _reach_levels(game, sigma_ext))
+
+
+def _reach_paths(game: CompiledGame, sigma_ext):
+    path = game.path_slot
+    if path.shape[-2] == 0:
+        return jnp.ones((2, game.num_nodes), sigma_ext.dtype)
+    factors = sigma_ext[path]  # [2, W, N]
+    out = factors[:, 0]
+    for k in range(1, path.shape[-2]):
+        out = out * factors[:, k]
+    return out
+
+
+def _reach_levels(game: CompiledGame, sigma_ext):
     ls = game.level_start
     levels = [jnp.ones((2, 1), sigma_ext.dtype)]
     for d in range(1, len(ls) - 1):
@@ -53,11 +137,16 @@ def reach(game: CompiledGame, sigma_ext):
 def values(game: CompiledGame, sigma_ext, template=None):
     """Backward pass: player-0 values at every node, `[N]`.
 
-    `v(h) = template(h) + sum over children c of sigma_ext[val_slot[c]] * v(c)`, one sorted
-    segment sum per level. With folded chance the values carry the chance reach `pi_c(h)`
+    `v(h) = template(h) + sum over children c of sigma_ext[val_slot[c]] * v(c)`, one pull
+    per level (pulled or scattered, see the module docstring). With folded chance the values carry the chance reach `pi_c(h)`
     (paper, Proposition 1: chance enters only through the template); otherwise chance
     edges weight their child by `edge_prob` and values are expectations given `h`.
     """
+    return by_platform(game, lambda: _values(game, sigma_ext, template, True),
+                       lambda: _values(game, sigma_ext, template, False))
+
+
+def _values(game: CompiledGame, sigma_ext, template, pull: bool):
     template = game.template if template is None else template
     template = template.astype(sigma_ext.dtype)
     edge_prob = game.edge_prob.astype(sigma_ext.dtype)
@@ -70,9 +159,20 @@ def values(game: CompiledGame, sigma_ext, template=None):
         if not game.chance_folded:
             weight = edge_prob[hi:chi] * weight
         contrib = weight * vals[-1]
-        seg = game.parent[hi:chi] - lo
-        vals.append(template[lo:hi] + jax.ops.segment_sum(contrib, seg, num_segments=hi - lo, indices_are_sorted=True))
+        total = segment_total(contrib, game.child_start[lo:hi + 1] - hi, game.level_fanout[d],
+                              game.parent[hi:chi] - lo, pull=pull)
+        vals.append(template[lo:hi] + total)
     return jnp.concatenate(vals[::-1])
+
+
+def _edge_values(game: CompiledGame, reach_flat, vals, lo: int, hi: int, parent_value: bool):
+    """Per decision edge `[lo, hi)`: `s(e) * pi_opp(h) * (v(h') - v(h))` (or `v(h')` alone)."""
+    child, par = game.dec_child[lo:hi], game.dec_parent[lo:hi]
+    opp = reach_flat[game.dec_opp[lo:hi]]
+    if not game.chance_folded:
+        opp = opp * game.dec_chance[lo:hi].astype(vals.dtype)
+    diff = vals[child] - vals[par] if parent_value else vals[child]
+    return game.dec_sign[lo:hi].astype(vals.dtype) * (opp * diff)
 
 
 def accumulate_regret(game: CompiledGame, regret, reach_flat, vals, lo: int, hi: int, slot_lo: int):
@@ -82,24 +182,23 @@ def accumulate_regret(game: CompiledGame, regret, reach_flat, vals, lo: int, hi:
     Per edge `e = (h, a, h')`: `s(e) * reach_opp(h) * (v(h') - v(h))` (times `pi_c(h)` when
     chance is not folded), paper eq. (instregret). Since `v(h) = sum_a sigma(a) v(h.a)`, the
     sum over an information set's members is `cfv(I, a) - cfv(I)`. The edges are added one
-    by one into the cumulative regret (a scatter-add, in member order), as OpenSpiel does.
+    by one into the cumulative regret, in member order, as OpenSpiel does.
     """
-    child, par = game.dec_child[lo:hi], game.dec_parent[lo:hi]
-    opp = reach_flat[game.dec_opp[lo:hi]]
-    if not game.chance_folded:
-        opp = opp * game.dec_chance[lo:hi].astype(vals.dtype)
-    r = game.dec_sign[lo:hi].astype(vals.dtype) * (opp * (vals[child] - vals[par]))
-    return regret.at[game.dec_slot[lo:hi] - slot_lo].add(r, indices_are_sorted=True)
+    r = _edge_values(game, reach_flat, vals, lo, hi, parent_value=True)
+    start = game.slot_edge_start[slot_lo:slot_lo + regret.shape[-1] + 1] - lo
+
+    def total(pull):
+        return segment_total(r, start, game.max_slot_edges, game.dec_slot[lo:hi] - slot_lo, init=regret, pull=pull)
+    return by_platform(game, lambda: total(True), lambda: total(False))
 
 
 def counterfactual_action_values(game: CompiledGame, reach_flat, vals, player: int):
     """`cfv_i(I, a) = sum_{h in I} pi_{-i}(h) v_i(h.a)` for player `player`'s slots, in its units."""
     lo, hi = (0, game.dec_split) if player == 0 else (game.dec_split, game.num_decision_edges)
     slot_lo, slot_hi = (0, game.slot_split) if player == 0 else (game.slot_split, game.num_slots)
-    child = game.dec_child[lo:hi]
-    opp = reach_flat[game.dec_opp[lo:hi]]
-    if not game.chance_folded:
-        opp = opp * game.dec_chance[lo:hi].astype(vals.dtype)
-    q = game.dec_sign[lo:hi].astype(vals.dtype) * (opp * vals[child])
-    return jax.ops.segment_sum(q, game.dec_slot[lo:hi] - slot_lo, num_segments=slot_hi - slot_lo,
-                               indices_are_sorted=True)
+    q = _edge_values(game, reach_flat, vals, lo, hi, parent_value=False)
+    start = game.slot_edge_start[slot_lo:slot_hi + 1] - lo
+
+    def total(pull):
+        return segment_total(q, start, game.max_slot_edges, game.dec_slot[lo:hi] - slot_lo, pull=pull)
+    return by_platform(game, lambda: total(True), lambda: total(False))

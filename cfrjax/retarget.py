@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.game import _FLOAT_FIELDS, _INDEX_FIELDS, CompiledGame
+from cfrjax.game import _DERIVED_FIELDS, _FLOAT_FIELDS, _INDEX_FIELDS, CompiledGame
 from cfrjax.state import SolverState
 
 __all__ = ["batch_axes", "reset", "root_outcomes", "set_payoffs", "set_root_chance", "set_root_ranges"]
@@ -165,7 +165,8 @@ def batch_axes(game: CompiledGame, axis: int | None = 0) -> CompiledGame:
     E.g. `games = jax.vmap(set_root_ranges, (None, 0, 0), batch_axes(game))(game, r0, r1)`
     then `jax.vmap(lambda g, s: cfrjax.solve(g, s, 100), (batch_axes(game), 0))(games, states)`.
     """
-    return dataclasses.replace(game, **{k: None for k in _INDEX_FIELDS}, **{k: axis for k in _FLOAT_FIELDS})
+    return dataclasses.replace(game, **{k: None for k in _INDEX_FIELDS + _DERIVED_FIELDS},
+                               **{k: axis for k in _FLOAT_FIELDS})
 
 
 def reset(state: SolverState) -> SolverState:

@@ -50,10 +50,13 @@ def test_plan_batch_and_devices(leduc):
 
 def test_plan_from_sizes_matches_game(leduc):
     z = leduc.sizes()
-    a = memory.plan_from_sizes(z["nodes"], z["decision_edges"], z["slots"], z["infosets"], dtype="float64")
+    w = leduc.path_slot.shape[1]
+    a = memory.plan_from_sizes(z["nodes"], z["decision_edges"], z["slots"], z["infosets"], path_width=w,
+                               dtype="float64")
     b = memory.memory_plan(leduc, dtype="float64")
     assert a.total_bytes == b.total_bytes
-    f32 = memory.plan_from_sizes(z["nodes"], z["decision_edges"], z["slots"], z["infosets"], dtype="float32")
+    f32 = memory.plan_from_sizes(z["nodes"], z["decision_edges"], z["slots"], z["infosets"], path_width=w,
+                                 dtype="float32")
     assert f32.group_bytes()["scratch"] * 2 == a.group_bytes()["scratch"]
 
 
