@@ -34,22 +34,69 @@ def peak_memory_bytes():
     return stats.get("peak_bytes_in_use")
 
 
+def _machine_busy_s() -> float | None:
+    """CPU seconds all processes have used since boot (/proc/stat, all CPUs; None where unavailable)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+    return (sum(v) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")  # minus idle and iowait
+
+
+class CpuMeter:
+    """CPU use over a stretch of wall time: `own` (this process, all its threads) and `others`
+    (the rest of the machine, from /proc/stat; None where unavailable), in CPU seconds; add
+    several stretches with `with meter:` repeatedly. `own / wall` is about 1 for one busy
+    thread; `others / wall` is the average number of cores other processes kept busy."""
+
+    MIN_WALL_S = 1.0
+
+    def __init__(self):
+        self.wall = self.own = 0.0
+        self.others = 0.0 if _machine_busy_s() is not None else None
+
+    def __enter__(self):
+        self._t, self._c, self._m = time.perf_counter(), time.process_time(), _machine_busy_s()
+        return self
+
+    def __exit__(self, *exc):
+        wall, own = time.perf_counter() - self._t, time.process_time() - self._c
+        self.wall += wall
+        self.own += own
+        if self.others is not None:
+            self.others += max(0.0, _machine_busy_s() - self._m - own)
+        return False
+
+    def fields(self) -> dict:
+        """`cpu_per_wall`, and `others_cpu_per_wall` when measurable: /proc/stat counts in clock
+        ticks (10 ms per CPU), so it is left None for stretches shorter than `MIN_WALL_S`."""
+        others = None if self.others is None or self.wall < self.MIN_WALL_S else self.others / self.wall
+        return dict(cpu_per_wall=self.own / self.wall, others_cpu_per_wall=others)
+
+
 def time_solve(game, state, iterations: int, repeats: int = 5) -> dict:
-    """Compile time, first-solve time and steady ms/iter of `solve(game, state, iterations)`."""
+    """Compile time, first-solve time and steady ms/iter of `solve(game, state, iterations)`.
+
+    `cpu_per_wall` is the process's CPU time over wall time during the timed calls (about
+    1.0 when one core works, up to the number of cores in use), `others_cpu_per_wall` the
+    cores other processes kept busy meanwhile (`CpuMeter`).
+    """
     t0 = time.perf_counter()
     _solve.lower(game, state, iterations, None).compile()
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     jax.block_until_ready(cfrjax.solve(game, state, iterations))
     first_s = time.perf_counter() - t0
-    times = []
+    times, meter = [], CpuMeter()
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(cfrjax.solve(game, state, iterations))
-        times.append(time.perf_counter() - t0)
+        with meter:
+            t0 = time.perf_counter()
+            jax.block_until_ready(cfrjax.solve(game, state, iterations))
+            times.append(time.perf_counter() - t0)
     return dict(compile_s=compile_s, first_solve_s=first_s, ms_per_iter=1e3 * statistics.median(times) / iterations,
                 ms_per_iter_min=1e3 * min(times) / iterations, ms_per_iter_max=1e3 * max(times) / iterations,
-                repeats=repeats, iterations=iterations)
+                repeats=repeats, iterations=iterations, **meter.fields())
 
 
 def append_records(path: str, records: list[dict]) -> None:

@@ -6,7 +6,8 @@
 
 Records are dispatched on their `bench` field: `foundation` (the foundation table),
 `kernels` (bench/kernels.py: ms/iter and kernels per rule, with the ratio to CFR+),
-`matrix` and `replica_check` (bench/matrix.py: the tab:matrix-style ms/iter table, one
+`cpu_liteefg` (bench/cpu_liteefg.py: cfrjax vs LiteEFG's vanilla CFR per iteration on the
+CPU, with the exploitability sanity check and thread counts), `matrix` and `replica_check` (bench/matrix.py: the tab:matrix-style ms/iter table, one
 row per arm and device, and a detail table), `batched` and `bandwidth` (bench/batched.py:
 throughput per batch size with the bytes-per-iteration model). With `--plots DIR`
 (matplotlib), writes `matrix_ms_per_iter.png` (ms/iter vs nodes, log-log) and
@@ -157,6 +158,104 @@ def rules_table(records) -> str:
     return "\n".join(lines) + "\n"
 
 
+def cpu_liteefg_table(records) -> str:
+    """bench/cpu_liteefg.py records: cfrjax vs LiteEFG's single-thread vanilla CFR, latest run of each game."""
+    latest = {}
+    for r in records:
+        latest[r["game"]] = max(latest.get(r["game"], ""), r["run"])
+    recs = [r for r in records if r["run"] == latest[r["game"]]]
+    games = sorted({r["game"] for r in recs}, key=lambda g: next(r["nodes"] for r in recs if r["game"] == g))
+    arm = {(r["game"], r["backend"], r["rule"], r["dtype"] if r["backend"] == "cfrjax" else "float64",
+            r["threads"]): r for r in recs}
+    lite = {g: arm.get((g, "liteefg", "cfr", "float64", 1)) for g in games}
+    title = {r["game"]: r.get("title", r["game"]) for r in recs}
+
+    def ms(g, rule, dtype, threads):
+        r = arm.get((g, "cfrjax", rule, dtype, threads))
+        return None if r is None else r["ms_per_iter"]
+
+    def ratio(g, x):
+        return "-" if x is None or lite[g] is None else f"{lite[g]['ms_per_iter'] / x:.1f}x"
+
+    some = recs[0]
+    lines = [f"cfrjax vs LiteEFG {some.get('liteefg', '')} (vanilla CFR, simultaneous, uniform averaging, "
+             f"float64, `set_threads(1)`) on {some.get('cpu_model', '?')} ({some.get('cpu_count')} cores), "
+             f"jax {some.get('jax')}, cfrjax {str(some.get('git_commit'))[:10]}"
+             + (" (cfrjax/ modified)" if any(r.get("cfrjax_dirty") for r in recs) else "")
+             + f"; runs {', '.join(sorted(set(latest.values())))}. cfrjax runs the same rule "
+             "(`rule=\"cfr\", order=\"simultaneous\", averaging=\"uniform\"`, float32) with both cores and "
+             "pinned to one (`taskset -c 0`). ms/iter: median of the timed calls of T iterations after a "
+             "warm-up call (compile excluded); T per solver. Target: games at least Leduc's size. Others' load: the most cores "
+             "other processes kept busy during any arm's timed calls (those of 1 s or more) or in the 3 s after the "
+             "game (/proc/stat); a game is rerun (up to twice) when it exceeds the threshold, \"busy\" when the "
+             "last attempt still did.", "",
+             "| game | nodes | T LiteEFG / cfrjax, x reps | cfrjax ms/iter, 2 cores | cfrjax ms/iter, 1 core | LiteEFG ms/iter (1 thread) "
+             "| speed-up, 2 cores | speed-up, 1 core | met? (2 cores / 1 core) | others' load |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    for g in games:
+        two, one = ms(g, "cfr", "float32", 2), ms(g, "cfr", "float32", 1)
+        L = lite[g]
+        n = next(r for r in recs if r["game"] == g)
+        if not n.get("target"):
+            met = "(below Leduc)"
+        elif L is None or two is None:
+            met = "-"
+        else:
+            met = " / ".join("yes" if x is not None and x <= L["ms_per_iter"] else "NO" for x in (two, one))
+        load = [x for r in recs if r["game"] == g for x in (r.get("others_cpu_per_wall"), r.get("load_after"))
+                if x is not None]
+        cj = arm.get((g, "cfrjax", "cfr", "float32", 2))
+        its = f"{L['iterations'] if L else '-'} / {cj['iterations'] if cj else '-'}, x {n['repeats']}"
+        lines.append(f"| {title[g]} | {n['nodes']:,} | {its} | {_fmt_ms(two)} | "
+                     f"{_fmt_ms(one)} | {_fmt_ms(L and L['ms_per_iter'])} | {ratio(g, two)} | {ratio(g, one)} | {met} | "
+                     + (f"{max(load):.2f}" if load else "-") + (" (busy)" if n.get("busy") else "") + " |")
+    lines += ["", "Every arm, ms/iter (min-max over the repetitions):", "",
+              "| game | cfrjax CFR f32, 2 cores | CFR f32, 1 core | CFR f64, 2 cores | CFR f64, 1 core | "
+              "CFR+ f32, 2 cores | CFR+ f32, 1 core | LiteEFG CFR f64, 1 thread | CFR+ f32 2 cores vs LiteEFG |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def cell(r):
+        return "-" if r is None else f"{_fmt_ms(r['ms_per_iter'])} ({_fmt_ms(r['ms_per_iter_min'])}-{_fmt_ms(r['ms_per_iter_max'])})"
+    keys = [("cfrjax", "cfr", "float32", 2), ("cfrjax", "cfr", "float32", 1), ("cfrjax", "cfr", "float64", 2),
+            ("cfrjax", "cfr", "float64", 1), ("cfrjax", "cfr+", "float32", 2), ("cfrjax", "cfr+", "float32", 1),
+            ("liteefg", "cfr", "float64", 1)]
+    for g in games:
+        lines.append(f"| {title[g]} | " + " | ".join(cell(arm.get((g, *k))) for k in keys)
+                     + f" | {ratio(g, ms(g, 'cfr+', 'float32', 2))} |")
+    lines += ["", "Sanity, exploitability (NashConv / 2) of the average policy after N = (reps + 1) T iterations. "
+              "LiteEFG averages x_2..x_{N+1}, cfrjax x_1..x_N; \"cfrjax, LiteEFG's averaging\" rebuilds LiteEFG's "
+              "average from cfrjax's running means (2-core arms), max |diff| is its largest slot difference from "
+              "LiteEFG's average policy, and the last column scores LiteEFG's average with cfrjax's float64 "
+              "evaluator:", "",
+              "| game | N | LiteEFG | cfrjax CFR f64 | cfrjax CFR f32 | cfrjax f64, LiteEFG's averaging | max diff f64 "
+              "| cfrjax f32, LiteEFG's averaging | max diff f32 | LiteEFG's average by cfrjax | cfrjax CFR+ f32 |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+
+    def e(r, key="exploitability"):
+        return "-" if r is None or r.get(key) is None else f"{r[key]:.4e}"
+    for g in games:
+        f64, f32, plus = (arm.get((g, "cfrjax", "cfr", "float64", 2)), arm.get((g, "cfrjax", "cfr", "float32", 2)),
+                          arm.get((g, "cfrjax", "cfr+", "float32", 2)))
+        N = (lite[g] or f32 or {}).get("total_iterations", "-")
+        lines.append(f"| {title[g]} | {N} | {e(lite[g])} | {e(f64)} | {e(f32)} | "
+                     f"{e(f64, 'exploitability_liteefg_averaging')} | {e(f64, 'liteefg_policy_max_abs_diff')} | "
+                     f"{e(f32, 'exploitability_liteefg_averaging')} | {e(f32, 'liteefg_policy_max_abs_diff')} | "
+                     f"{e(f64, 'liteefg_exploitability_by_cfrjax')} | {e(plus)} |")
+    lines += ["", "Threads: CPU time / wall time of the timed calls, and (in parentheses) the CPUs the process may run "
+              "on / XLA's intra-op pool threads (`tf_XLAEigen`):", "",
+              "| game | " + " | ".join(f"{b} {ru} {dt}, {th} {'thread' if b == 'liteefg' else 'core'}{'s' if th > 1 else ''}"
+                                     for b, ru, dt, th in keys) + " |",
+              "|---|" + "---:|" * len(keys)]
+    for g in games:
+        cells = []
+        for k in keys:
+            r = arm.get((g, *k))
+            cells.append("-" if r is None else f"{r['cpu_per_wall']:.2f} ({len(r.get('affinity', []))}/"
+                         f"{r.get('xla_eigen_threads', '?') if r['backend'] == 'cfrjax' else r.get('threads')})")
+        lines.append(f"| {title[g]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render(records, plots_dir=None) -> str:
     by = {}
     for r in records:
@@ -172,6 +271,8 @@ def render(records, plots_dir=None) -> str:
         parts.append(batched_table(by.get("batched", []), by.get("bandwidth", [])))
     if by.get("kernels"):
         parts.append(rules_table(by["kernels"]))
+    if by.get("cpu_liteefg"):
+        parts.append(cpu_liteefg_table(by["cpu_liteefg"]))
     if plots_dir:
         import os
         os.makedirs(plots_dir, exist_ok=True)

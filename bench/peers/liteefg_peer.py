@@ -23,6 +23,7 @@ Semantics, read from LiteEFG 1.0.0's sources:
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import numpy as np
@@ -58,26 +59,85 @@ def policy_in_slots(env, strategy_node, avg_type, spec) -> np.ndarray:
     return rows
 
 
-def run(path, spec, rule="cfr+", iterations=100, evaluate_result=True) -> dict:
-    t0 = time.perf_counter()
+def _evaluate(env, graph, rule, spec, rec) -> dict:
+    """Exploitability, value and the average policy's rows (`_rows`) of the graph's strategy, into `rec`."""
+    avg = PRESETS[rule]["avg"] or "default"
+    node = graph.current_strategy()
+    rec["nash_conv"] = float(sum(env.exploitability(node, avg)))
+    rec["exploitability"] = rec["nash_conv"] / 2
+    rec["value"] = float(env.utility(node, avg)[0]) + float(spec.payoff_offset)
+    rec["_rows"] = policy_in_slots(env, node, avg, spec)
+    return rec
+
+
+def _setup(path, rule):
     env = leg.FileEnv(str(path), traverse_type="Enumerate")
     graph = _graph(rule)
     env.set_graph(graph)
+    return env, graph
+
+
+def _record(spec, rule, iterations, **kw) -> dict:
+    p = PRESETS[rule]
+    return dict(backend="liteefg", game=spec.name, iterations=iterations, rule=p["rule"], order=p["order"],
+                averaging=p["averaging"], precision="float64", execution="C++ FileEnv, 1 thread",
+                average=p["avg"] or "default", **kw)
+
+
+def run(path, spec, rule="cfr+", iterations=100, evaluate_result=True) -> dict:
+    t0 = time.perf_counter()
+    env, graph = _setup(path, rule)
     setup_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     for _ in range(iterations):
         graph.update_graph(env)
         env.update_strategy(graph.current_strategy())
     solve_s = time.perf_counter() - t0
-    p = PRESETS[rule]
-    avg = p["avg"] or "default"
-    rec = dict(backend="liteefg", game=spec.name, iterations=iterations, setup_s=setup_s, solve_s=solve_s,
-               ms_per_iter=1e3 * solve_s / iterations, rule=p["rule"], order=p["order"], averaging=p["averaging"],
-               precision="float64", execution="C++ FileEnv, 1 thread", average=avg)
-    if evaluate_result:
-        node = graph.current_strategy()
-        rec["nash_conv"] = float(sum(env.exploitability(node, avg)))
-        rec["exploitability"] = rec["nash_conv"] / 2
-        rec["value"] = float(env.utility(node, avg)[0]) + float(spec.payoff_offset)
-        rec["_rows"] = policy_in_slots(env, node, avg, spec)
-    return rec
+    rec = _record(spec, rule, iterations, setup_s=setup_s, solve_s=solve_s, ms_per_iter=1e3 * solve_s / iterations)
+    return _evaluate(env, graph, rule, spec, rec) if evaluate_result else rec
+
+
+def timed_run(path, spec, rule="cfr", iterations=100, repeats=5, threads=1) -> dict:
+    """`bench/common.time_solve`'s protocol with `chain=True`, for LiteEFG.
+
+    `leg.set_threads(threads)` (LiteEFG 1.0's native thread count; 1 is its default and the
+    paper's arm), one warm-up chunk of `iterations` iterations, then `repeats` timed
+    chunks, each continuing the same run: ms/iter is the median chunk over `iterations`,
+    and the evaluation (exploitability, value, `_rows`) is of the average after
+    `(repeats + 1) * iterations` iterations. `cpu_per_wall` is CPU time over wall time
+    of the timed chunks (1.0 for one busy thread), `others_cpu_per_wall` the cores other
+    processes used meanwhile (`bench/common.CpuMeter`).
+    """
+    try:
+        from common import CpuMeter
+    except ImportError:  # imported with only bench/peers on the path
+        import os
+        import sys
+        sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        from common import CpuMeter
+    leg.set_threads(threads)
+    t0 = time.perf_counter()
+    env, graph = _setup(path, rule)
+    setup_s = time.perf_counter() - t0
+
+    def chunk():
+        for _ in range(iterations):
+            graph.update_graph(env)
+            env.update_strategy(graph.current_strategy())
+
+    t0 = time.perf_counter()
+    chunk()
+    first_s = time.perf_counter() - t0
+    times, meter = [], CpuMeter()
+    for _ in range(repeats):
+        with meter:
+            t0 = time.perf_counter()
+            chunk()
+            times.append(time.perf_counter() - t0)
+    rec = _record(spec, rule, iterations, setup_s=setup_s, first_chunk_s=first_s,
+                  ms_per_iter=1e3 * statistics.median(times) / iterations,
+                  ms_per_iter_min=1e3 * min(times) / iterations, ms_per_iter_max=1e3 * max(times) / iterations,
+                  repeats=repeats, total_iterations=(repeats + 1) * iterations, threads=leg.get_threads(),
+                  **meter.fields())
+    rec["execution"] = f"C++ FileEnv, {rec['threads']} thread" + ("s" if rec["threads"] != 1 else "")
+    return _evaluate(env, graph, rule, spec, rec)
