@@ -7,7 +7,8 @@
 Records are dispatched on their `bench` field: `foundation` (the foundation table),
 `kernels` (bench/kernels.py: ms/iter and kernels per rule, with the ratio to CFR+),
 `cpu_liteefg` (bench/cpu_liteefg.py: cfrjax vs LiteEFG's vanilla CFR per iteration on the
-CPU, with the exploitability sanity check and thread counts), `matrix` and `replica_check` (bench/matrix.py: the tab:matrix-style ms/iter table, one
+CPU, the exploitability sanity check, thread counts; latest run of each game),
+`matrix` and `replica_check` (bench/matrix.py: the tab:matrix-style ms/iter table, one
 row per arm and device, and a detail table), `batched` and `bandwidth` (bench/batched.py:
 throughput per batch size with the bytes-per-iteration model). With `--plots DIR`
 (matplotlib), writes `matrix_ms_per_iter.png` (ms/iter vs nodes, log-log) and
@@ -253,6 +254,21 @@ def cpu_liteefg_table(records) -> str:
             cells.append("-" if r is None else f"{r['cpu_per_wall']:.2f} ({len(r.get('affinity', []))}/"
                          f"{r.get('xla_eigen_threads', '?') if r['backend'] == 'cfrjax' else r.get('threads')})")
         lines.append(f"| {title[g]} | " + " | ".join(cells) + " |")
+    lines += ["", "Notes from a one-off investigation at a6d5f61 (not regenerated):", "",
+              "* Where the sanity columns part. The rebuilt average equals LiteEFG's to rounding (1e-12 or better) "
+              "until some cumulative regret that is exactly zero in exact arithmetic comes out as a tiny nonzero in "
+              "one solver; regret matching then switches between uniform and a pure action and the trajectories "
+              "part. Battleship: after two float64 iterations cfrjax's root placement information set `T=1 ` has "
+              "regrets [0, 0, 0, 1.39e-17], so it plays one placement while LiteEFG keeps uniform (LiteEFG's "
+              "average stays an exact equilibrium, exploitability ~1e-15, which cfrjax's evaluator confirms). "
+              "After one iteration, 16 Goofspiel-5 and 69 HUNL turn information sets are decided by positive "
+              "regrets below 1e-12 (1e-17 to 1e-19); Leduc has none in its first three iterations and matched to "
+              "1.5e-11 at N = 300, parting later. Kuhn, Dark Hex, HUNL river and Liar's Dice match throughout.",
+              "* 2 cores vs 1. XLA:CPU splits loop fusions over its 2 intra-op threads (`outer_dimension_partitions`"
+              "=2). On HUNL river the concatenation of the per-level node values (`f32[137716]`, a fusion of the "
+              "backward pass) then costs about 450 CPU-us per iteration on 2 threads against 12.6 us on one "
+              "(jax.profiler trace, also at 808a34e): most of the 1.29 vs 0.78 ms/iter there. Battleship, "
+              "Liar's Dice and the HUNL turn gain from the second core; the five smaller games do not."]
     return "\n".join(lines) + "\n"
 
 
