@@ -65,10 +65,10 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import hashlib
 import json
 import os
-import pickle
 import subprocess
 import sys
 import tempfile
@@ -106,9 +106,20 @@ def get_spec(entry, specs_dir):
 
 
 def efg_path(spec, entry, cache_dir) -> tuple[str, float]:
-    """The spec in LiteEFG's format, written once per spec digest; (path, export seconds or 0 if cached)."""
+    """The spec in LiteEFG's format, written once per spec digest (every field but `source`, which
+    holds build metadata such as the build time); (path, export seconds or 0 if cached)."""
     from cfrjax.games.efg_file import FORMAT_TAG, write_efg
-    digest = hashlib.sha256(pickle.dumps(spec, protocol=4) + FORMAT_TAG.encode()).hexdigest()[:16]
+    h = hashlib.sha256(FORMAT_TAG.encode())
+    for field in dataclasses.fields(spec):
+        if field.name == "source":
+            continue
+        v = getattr(spec, field.name)
+        h.update(field.name.encode())
+        if isinstance(v, np.ndarray):
+            h.update(f"{v.dtype.str}{v.shape}".encode() + np.ascontiguousarray(v).tobytes())
+        else:
+            h.update(json.dumps(v, sort_keys=True, default=repr).encode())
+    digest = h.hexdigest()[:16]
     path = os.path.join(cache_dir, f"{entry['name']}-{digest}.efg")
     if os.path.isfile(path):
         return path, 0.0
