@@ -53,7 +53,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import cfrjax  # noqa: E402
-from cfrjax.game import _FLOAT_FIELDS, _INDEX_FIELDS  # noqa: E402
+from cfrjax.game import _DERIVED_FIELDS, _FLOAT_FIELDS, _INDEX_FIELDS  # noqa: E402
 from cfrjax.memory import MemoryPlanError, check_fits, plan_from_sizes  # noqa: E402
 from common import append_records, environment, peak_memory_bytes  # noqa: E402
 from suite import build_spec, is_poker, load_suite, select  # noqa: E402
@@ -90,7 +90,7 @@ def copy_bandwidth(mib: int, repeats: int = 10) -> dict:
 
 
 def axes_for(game, fields):
-    return dataclasses.replace(game, **{k: None for k in _INDEX_FIELDS},
+    return dataclasses.replace(game, **{k: None for k in _INDEX_FIELDS + _DERIVED_FIELDS},
                                **{k: (0 if k in fields else None) for k in _FLOAT_FIELDS})
 
 

@@ -16,7 +16,8 @@ Arms (`backend_arm`):
     per iteration, peak device memory of the arm (`torch.cuda.max_memory_allocated` after a
     reset), the replica's persistent-buffer bytes.
 With `--check` each game also records the replica's agreement with cfrjax after 20
-iterations on the device (`bench="replica_check"`).
+iterations on the device (`bench="replica_check"`), in float32 and in float64 (where
+CFR+'s exact-zero ties cannot split the two trajectories; see `check_against_cfrjax`).
 
 `--budget-s` bounds the run: a game is started only while the elapsed time is below the
 budget, and the eager arm, the slowest per iteration, runs `--eager-iterations` per repeat.
@@ -158,10 +159,13 @@ def main():
             if args.check:
                 from baselines.torch_graph import check_against_cfrjax
                 for mode in (["eager", "graph"] if torch_device == "cuda" else ["eager"]):
-                    d = check_against_cfrjax(spec, 20, device=torch_device, mode=mode)
-                    records.append(dict(base, bench="replica_check", backend_arm=f"torch_{mode}", **d, **env))
-                    print(f"    check {mode:5s} regret diff {d['regret_max_abs']:.2e} (scale {d['regret_scale']:.2f}) "
-                          f"policy diff {d['policy_max_abs']:.2e}", flush=True)
+                    for dtype in ("float32", "float64"):
+                        d = check_against_cfrjax(spec, 20, device=torch_device, mode=mode, dtype=dtype)
+                        records.append(dict(base, bench="replica_check", backend_arm=f"torch_{mode}", **d, **env))
+                        print(f"    check {mode:5s} {dtype} regret diff {d['regret_max_abs']:.2e} "
+                              f"(scale {d['regret_scale']:.2f}) policy diff {d['policy_max_abs']:.2e}; one step: "
+                              f"regret {d['one_step_regret_max_abs']:.2e} avg {d['one_step_avg_max_abs']:.2e}",
+                              flush=True)
         append_records(args.out, records)
         del game, arrays
     print(f"matrix done in {time.perf_counter() - start:.0f} s -> {args.out}", flush=True)

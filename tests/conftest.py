@@ -14,8 +14,9 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import pytest  # noqa: E402
 
-FIXED_ORDER_REASON = ("needs the CPU's fixed reduction order (bitwise equality, or a CFR+ trajectory through exact "
-                      "ties); on GPU, XLA's scatter-adds are atomic and their order varies (documented in README)")
+FIXED_ORDER_REASON = ("needs the CPU's scatter lowering (bitwise equality, or a CFR+ trajectory through exact ties); "
+                      "on GPU the passes pull, which XLA may round differently (fused multiply-adds), and a "
+                      "scatter-add is atomic, its order varies (documented in README)")
 
 
 def pytest_configure(config):

@@ -40,14 +40,16 @@ import torch
 class TorchCFRPlus:
     """Algorithm 1 over compiled arrays. `arrays, static` from `compile_arrays(spec)` (folded)."""
 
-    def __init__(self, arrays: dict, static: dict, device="cpu", averaging: str = "mean"):
+    def __init__(self, arrays: dict, static: dict, device="cpu", averaging: str = "mean", dtype: str = "float32"):
         if not static.get("chance_folded", True):
             raise ValueError("the replica implements folded chance only (compile_arrays(spec, 'folded'))")
         if averaging not in ("mean", "sum64"):
             raise ValueError(f"averaging must be 'mean' or 'sum64', got {averaging!r}")
+        if dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
         self.device = torch.device(device)
         self.averaging = averaging
-        dev, f32 = self.device, torch.float32
+        dev, f32 = self.device, getattr(torch, dtype)  # f32: the working float type
 
         def idx(a):
             return torch.as_tensor(np.ascontiguousarray(a, np.int64), device=dev)
@@ -156,7 +158,9 @@ class TorchCFRPlus:
         self.iterations += warmup
         # Capture records the kernels without running them: t and W are untouched.
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread_local: another thread of the process (e.g. JAX's allocator freeing buffers
+        # of a finished computation) must not invalidate this capture.
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             self._iterate()
         self._graph, self._graph_ptrs = graph, self._ptrs()
         return self
@@ -254,13 +258,59 @@ def time_replica(solver: TorchCFRPlus, mode: str, iterations: int, repeats: int 
 
 
 def check_against_cfrjax(spec, iterations: int = 20, device="cpu", mode: str = "eager",
-                         averaging: str = "mean") -> dict:
-    """Run cfrjax (CFR+, simultaneous, linear, float32, folded) and the replica for
+                         averaging: str = "mean", dtype: str = "float32") -> dict:
+    """Run cfrjax (CFR+, simultaneous, linear, folded) and the replica in `dtype` for
     `iterations` iterations; return the largest absolute differences of the iterates.
 
+    CFR+ is discontinuous where a cumulative regret is exactly 0 (regret matching+ clamps
+    it): two float32 implementations that add in different orders (here atomics in
+    different orders) part ways at such ties within a few iterations on games with many
+    of them (Goofspiel, Battleship, the HUNL turn), so the design equivalence is checked
+    in float64 too, where a tie-breaking rounding difference is 1e-16 instead of 1e-7.
+
     Keys: `regret_max_abs` (cumulative regrets), `regret_scale` (max |regret|),
-    `policy_max_abs` (average policy), `iterations`.
+    `policy_max_abs` (average policy) of the trajectories; `one_step_regret_max_abs`,
+    `one_step_avg_max_abs`: one iteration from the same state (`_one_step_diff`), the
+    check that does not depend on ties (with `averaging="mean"`, whose average is
+    cfrjax's); `iterations`, `dtype`.
     """
+    import jax
+    with jax.enable_x64(dtype == "float64"):
+        return _check(spec, iterations, device, mode, averaging, dtype)
+
+
+def _one_step_diff(game, solver, iterations: int) -> dict:
+    """The largest difference of one iteration from the same state, over `iterations`
+    iterations of the replica (eager): before each, cfrjax's `step` is run on the
+    replica's state (regrets, average, W_t, t), and both results are compared. Unlike the
+    trajectories this is continuous in rounding, so it checks that both compute the same
+    iteration even where CFR+ ties split the trajectories."""
+    import dataclasses
+    import jax
+    import jax.numpy as jnp
+    import cfrjax
+    step = jax.jit(cfrjax.step)
+    state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear", dtype=str(game.template.dtype))
+    worst_regret = worst_avg = 0.0
+    for _ in range(iterations):
+        solver._sync()
+        dt = state.regret.dtype
+        # copies: on CPU `.numpy()` aliases the tensor that the replica updates in place
+        mine = dataclasses.replace(
+            state, regret=jnp.array(solver.regret.cpu().numpy(), dt, copy=True),
+            avg=jnp.array(solver.avg.cpu().numpy(), dt, copy=True),
+            avg_weight=jnp.asarray(float(solver.weight), dt), iteration=jnp.asarray(int(float(solver.t)), jnp.int32))
+        mine = jax.block_until_ready(step(game, mine))
+        solver.run_eager(1)
+        solver._sync()
+        worst_regret = max(worst_regret, float(np.max(np.abs(np.asarray(mine.regret, np.float64)
+                                                              - solver.regret.cpu().numpy().astype(np.float64)), initial=0.0)))
+        worst_avg = max(worst_avg, float(np.max(np.abs(np.asarray(mine.avg, np.float64)
+                                                        - solver.avg.cpu().numpy().astype(np.float64)), initial=0.0)))
+    return dict(one_step_regret_max_abs=worst_regret, one_step_avg_max_abs=worst_avg)
+
+
+def _check(spec, iterations, device, mode, averaging, dtype):
     import jax
     import cfrjax
     from cfrjax.compile import compile_arrays
@@ -269,15 +319,15 @@ def check_against_cfrjax(spec, iterations: int = 20, device="cpu", mode: str = "
     arrays, static, labels = compile_arrays(spec, "folded")
     import jax.numpy as jnp
     game = from_numpy(arrays, static, labels)
-    # float32 game leaves even when the caller's process runs with jax_enable_x64.
-    game = jax.tree.map(lambda x: x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x, game)
-    state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear", dtype="float32")
+    # game leaves in `dtype` even when the caller's process runs with jax_enable_x64.
+    game = jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, game)
+    state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear", dtype=dtype)
     step = jax.jit(cfrjax.step)
     for _ in range(iterations):
         state = step(game, state)
     ref_regret = np.asarray(state.regret, np.float64)
     ref_policy = np.asarray(cfrjax.average_policy(game, state), np.float64)
-    solver = TorchCFRPlus(arrays, static, device=device, averaging=averaging)
+    solver = TorchCFRPlus(arrays, static, device=device, averaging=averaging, dtype=dtype)
     if mode == "graph":
         warm = min(3, iterations)
         solver.capture(warm)
@@ -286,7 +336,9 @@ def check_against_cfrjax(spec, iterations: int = 20, device="cpu", mode: str = "
         solver.run_eager(iterations)
     solver._sync()
     regret, policy = solver.regrets().astype(np.float64), solver.average_policy()
-    return dict(iterations=iterations, regret_max_abs=float(np.max(np.abs(regret - ref_regret), initial=0.0)),
+    one_step = {} if averaging != "mean" else _one_step_diff(
+        game, TorchCFRPlus(arrays, static, device=device, averaging=averaging, dtype=dtype), iterations)
+    return dict(iterations=iterations, dtype=dtype, **one_step, regret_max_abs=float(np.max(np.abs(regret - ref_regret), initial=0.0)),
                 regret_scale=float(np.max(np.abs(ref_regret), initial=0.0)),
                 policy_max_abs=float(np.max(np.abs(policy - ref_policy), initial=0.0)))
 
