@@ -137,9 +137,19 @@ def device_sweep(args, env, common):
             games, states = shard.place(games, states, mesh)
             fields = shard.batched_fields_of(games)
             t0 = time.perf_counter()
-            shard._solve_sharded.lower(games, states, args.iterations, mesh, fields).compile()
-            compile_s = time.perf_counter() - t0
-            jax.block_until_ready(shard.solve_sharded(games, states, args.iterations, mesh=mesh))
+            try:
+                shard._solve_sharded.lower(games, states, args.iterations, mesh, fields).compile()
+                compile_s = time.perf_counter() - t0
+                jax.block_until_ready(shard.solve_sharded(games, states, args.iterations, mesh=mesh))
+            except jax.errors.JaxRuntimeError as e:  # the plan passed but XLA ran out: record, go on
+                print(f"devices {n} batch/device {per}: failed although the memory plan fit: {str(e)[:200]}",
+                      flush=True)
+                records.append(dict(bench="scaling_devices_failed", game=game.name, k=args.batch_k, devices=n,
+                                    batch_per_device=per, batch=B, plan_bytes_per_device=plan.total_bytes,
+                                    error=str(e)[:300], quick=args.quick, **env))
+                common.append_records(args.out, records[-1:])
+                del games, states
+                break
             times = []
             for _ in range(args.repeats):
                 t0 = time.perf_counter()
@@ -151,8 +161,9 @@ def device_sweep(args, env, common):
                        repeats=args.repeats, compile_s=compile_s, solve_s=med, **game.sizes(),
                        ms_per_batch_iter=1e3 * med / args.iterations,
                        subgame_iters_per_s=B * args.iterations / med, plan_bytes_per_device=plan.total_bytes,
-                       peak_bytes=common.peak_memory_bytes(), **env)
+                       peak_bytes=common.peak_memory_bytes(), quick=args.quick, **env)
             records.append(rec)
+            common.append_records(args.out, [rec])  # as it goes: a later failure loses nothing
             print(f"devices {n:2d} batch/device {per:3d}  {rec['ms_per_batch_iter']:.3f} ms/iter  "
                   f"{rec['subgame_iters_per_s']:,.0f} subgame-iters/s", flush=True)
             del games, states
@@ -171,11 +182,11 @@ def main():
     t0 = time.perf_counter()
     if not args.skip_size:
         records += size_sweep(args, env, common)
-    if not args.skip_devices:
-        records += device_sweep(args, env, common)
     for r in records:
         r["quick"] = args.quick
     common.append_records(args.out, records)
+    if not args.skip_devices:  # appends its records one by one
+        records += device_sweep(args, env, common)
     print(f"{len(records)} records -> {args.out} ({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
