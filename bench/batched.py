@@ -11,7 +11,9 @@ to the leaves that actually differ):
   * other games: payoffs perturbed by a factor `1 + 0.1 u`, `u ~ U(-1, 1)` per terminal
     (`cfrjax.set_payoffs`): `payoff`, `template` per subgame.
 CFR+ simultaneous float32, `--iterations` per call; throughput is subgame-iterations per
-second (B x iterations / median call time).
+second (B x iterations / median call time). `--layouts` picks the arms: `last`
+(`cfrjax.solve_batch`, the batch axis moved last for the scan: the library's batched
+path) and `vmap` (`jax.vmap` of `cfrjax.solve`, batch axis first), recorded as `layout`.
 
 The same run measures the device's copy bandwidth (a jitted `x * 1.0001` over a
 `--bandwidth-mib` float32 array: one read and one write per element) and records, per
@@ -54,7 +56,7 @@ import numpy as np  # noqa: E402
 
 import cfrjax  # noqa: E402
 from cfrjax.game import _DERIVED_FIELDS, _FLOAT_FIELDS, _INDEX_FIELDS  # noqa: E402
-from cfrjax.memory import MemoryPlanError, check_fits, plan_from_sizes  # noqa: E402
+from cfrjax.memory import MemoryPlanError, check_fits, executable_memory, plan_from_sizes  # noqa: E402
 from common import append_records, environment, peak_memory_bytes  # noqa: E402
 from suite import build_spec, is_poker, load_suite, select  # noqa: E402
 
@@ -119,14 +121,19 @@ def _final_state(result):
     return result[0] if isinstance(result, tuple) else result  # (state, trace) or state
 
 
-def run_batch(game, entry, batch, iterations, repeats):
+def run_batch(game, entry, batch, iterations, repeats, layout="last"):
     games, axes, fields = make_batch(game, entry, batch)
     state = cfrjax.init(game, **CONFIG)
     states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape).copy(), state)
-    f = jax.jit(jax.vmap(lambda g, s: _final_state(cfrjax.solve(g, s, iterations)), in_axes=(axes, 0)))
+    if layout == "last":
+        lowered = cfrjax.batch._solve_batch.lower(games, states, iterations, tuple(fields))
+    else:
+        f = jax.jit(jax.vmap(lambda g, s: _final_state(cfrjax.solve(g, s, iterations)), in_axes=(axes, 0)))
+        lowered = f.lower(games, states)
     t0 = time.perf_counter()
-    compiled = f.lower(games, states).compile()
+    compiled = lowered.compile()
     compile_s = time.perf_counter() - t0
+    xla = {f"xla_{k}": v for k, v in executable_memory(compiled).items()}
     jax.block_until_ready(compiled(games, states))
     times = []
     for _ in range(repeats):
@@ -134,7 +141,7 @@ def run_batch(game, entry, batch, iterations, repeats):
         jax.block_until_ready(compiled(games, states))
         times.append(time.perf_counter() - t1)
     t = statistics.median(times)
-    return dict(compile_s=compile_s, call_s=t, call_s_min=min(times), call_s_max=max(times),
+    return dict(layout=layout, **xla, compile_s=compile_s, call_s=t, call_s_min=min(times), call_s_max=max(times),
                 ms_per_iter=1e3 * t / iterations, subgame_iters_per_s=batch * iterations / t,
                 batched_fields=list(fields), repeats=repeats, iterations=iterations), time.perf_counter() - t0
 
@@ -147,6 +154,7 @@ def main():
     ap.add_argument("--max-batch", type=int, default=4096)
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--layouts", default="last", help="comma list of: last (cfrjax.solve_batch), vmap")
     ap.add_argument("--budget-s", type=float, default=300.0)
     ap.add_argument("--bandwidth-mib", type=int, default=1024)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "batched.jsonl"))
@@ -158,6 +166,10 @@ def main():
     print(f"copy bandwidth {bw['copy_gbs']:.1f} GB/s (read + write of {args.bandwidth_mib} MiB)", flush=True)
     entries = select(load_suite(), args.games)
     batches = [int(b) for b in args.batches.split(",") if int(b) <= args.max_batch]
+    layouts = args.layouts.split(",")
+    bad = [x for x in layouts if x not in ("last", "vmap")]
+    if bad:
+        ap.error(f"unknown layout(s) {bad}; allowed: last, vmap")
     for gi, entry in enumerate(entries):
         remaining = args.budget_s - (time.perf_counter() - start)
         if remaining <= 0:
@@ -184,23 +196,29 @@ def main():
             except MemoryPlanError as e:
                 print(f"    stop at B={b}: {str(e)[:160]}", flush=True)
                 break
-            try:
-                t, cost = run_batch(game, entry, b, args.iterations, args.repeats)
-            except Exception as e:  # out of memory despite the plan
-                print(f"    stop at B={b}: {type(e).__name__}: {str(e)[:160]}", flush=True)
+            cost, failed = 0.0, False
+            for layout in layouts:
+                try:
+                    t, c = run_batch(game, entry, b, args.iterations, args.repeats, layout)
+                except Exception as e:  # out of memory despite the plan
+                    print(f"    stop at B={b} ({layout}): {type(e).__name__}: {str(e)[:160]}", flush=True)
+                    failed = True
+                    break
+                cost += c
+                moved = (b * model["model_bytes_per_subgame_iter"] + model["model_index_bytes_per_iter"]) * args.iterations
+                achieved = moved / t["call_s"] / 1e9
+                rec = dict(bench="batched", game=entry["name"], title=entry["title"], **CONFIG, backend_arm="cfrjax",
+                           batch=b, **game.sizes(), **t, **{k: v for k, v in model.items()},
+                           achieved_gbs=achieved, copy_gbs=bw["copy_gbs"], bandwidth_fraction=achieved / bw["copy_gbs"],
+                           plan_bytes=int(plan.total_bytes), free_bytes=fit.get("free"),
+                           peak_bytes=peak_memory_bytes(), **env)
+                append_records(args.out, [rec])
+                print(f"    B={b:5d} {layout:4s} {t['subgame_iters_per_s']:12.4g} subgame-it/s  {t['ms_per_iter']:.3f} "
+                      f"ms/batched-it  {achieved:7.1f} GB/s ({100 * rec['bandwidth_fraction']:.1f}% of copy)  "
+                      f"compile {t['compile_s']:.1f} s", flush=True)
+            if failed:
                 break
-            last_cost, last_compile, prev_b = cost, t["compile_s"], b
-            moved = (b * model["model_bytes_per_subgame_iter"] + model["model_index_bytes_per_iter"]) * args.iterations
-            achieved = moved / t["call_s"] / 1e9
-            rec = dict(bench="batched", game=entry["name"], title=entry["title"], **CONFIG, backend_arm="cfrjax",
-                       batch=b, **game.sizes(), **t, **{k: v for k, v in model.items()},
-                       achieved_gbs=achieved, copy_gbs=bw["copy_gbs"], bandwidth_fraction=achieved / bw["copy_gbs"],
-                       plan_bytes=int(plan.total_bytes), free_bytes=fit.get("free"),
-                       peak_bytes=peak_memory_bytes(), **env)
-            append_records(args.out, [rec])
-            print(f"    B={b:5d} {t['subgame_iters_per_s']:12.4g} subgame-it/s  {t['ms_per_iter']:.3f} ms/batched-it  "
-                  f"{achieved:7.1f} GB/s ({100 * rec['bandwidth_fraction']:.1f}% of copy)  compile {t['compile_s']:.1f} s",
-                  flush=True)
+            last_cost, last_compile, prev_b = cost, t["compile_s"] * len(layouts), b
         del game
     print(f"batched done in {time.perf_counter() - start:.0f} s -> {args.out}", flush=True)
 

@@ -104,10 +104,13 @@ def batched_table(records, bandwidth) -> str:
     for b in bandwidth:
         lines.append(f"Copy bandwidth on {b['device']}: {b['copy_gbs']:.1f} GB/s (median; read + write of "
                      f"{b['mib']} MiB float32).")
-    lines += ["", "| device | game | nodes | B | subgame-it/s | ms / batched it | model MB / subgame-it | "
-              "achieved GB/s | % of copy | compile s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in sorted(records, key=lambda r: (r["device"], r["nodes"], r["batch"])):
-        lines.append(f"| {r['device']} | {r['game']} | {r['nodes']:,} | {r['batch']} | {r['subgame_iters_per_s']:.4g} | "
+    lines += ["", "Layout `last`: `cfrjax.solve_batch` (batch axis last); `vmap`: `jax.vmap(cfrjax.solve)` "
+              "(records without a layout predate `solve_batch` and are vmap).",
+              "", "| device | game | nodes | layout | B | subgame-it/s | ms / batched it | model MB / subgame-it | "
+              "achieved GB/s | % of copy | compile s |", "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted(records, key=lambda r: (r["device"], r["nodes"], r.get("layout", "vmap"), r["batch"])):
+        lines.append(f"| {r['device']} | {r['game']} | {r['nodes']:,} | {r.get('layout', 'vmap')} | {r['batch']} | "
+                     f"{r['subgame_iters_per_s']:.4g} | "
                      f"{r['ms_per_iter']:.3f} | {r['model_bytes_per_subgame_iter'] / 1e6:.3f} | {r['achieved_gbs']:.1f} | "
                      f"{100 * r['bandwidth_fraction']:.1f} | {r['compile_s']:.1f} |")
     return "\n".join(lines) + "\n"
@@ -135,9 +138,12 @@ def plot_batched(records, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    for dev, game in sorted({(r["device"], r["game"]) for r in records}, key=lambda k: (k[0], k[1])):
-        rs = sorted((r for r in records if r["device"] == dev and r["game"] == game), key=lambda r: r["batch"])
-        ax.plot([r["batch"] for r in rs], [r["subgame_iters_per_s"] for r in rs], "o-", label=f"{game} ({dev})")
+    keys = sorted({(r["device"], r["game"], r.get("layout", "vmap")) for r in records})
+    for dev, game, layout in keys:
+        rs = sorted((r for r in records if (r["device"], r["game"], r.get("layout", "vmap")) == (dev, game, layout)),
+                    key=lambda r: r["batch"])
+        ax.plot([r["batch"] for r in rs], [r["subgame_iters_per_s"] for r in rs], "o-" if layout == "last" else "x--",
+                label=f"{game}, {layout} ({dev})")
     ax.set(xscale="log", yscale="log", xlabel="batch size B (subgames sharing one tree)",
            ylabel="subgame-iterations / s", title="Batched CFR+ throughput")
     ax.grid(True, which="both", alpha=0.3)

@@ -115,7 +115,7 @@ def device_sweep(args, env, common):
     import jax.numpy as jnp
     import numpy as np
     import cfrjax
-    from cfrjax import memory, shard
+    from cfrjax import batch, memory, shard
     game, build_s, _ = turn_game(args.toml, args.batch_k)
     lo, hi = game.level_start[1], game.level_start[2]
     ndev = jax.device_count()
@@ -133,13 +133,14 @@ def device_sweep(args, env, common):
                 continue
             probs = np.random.default_rng(per).dirichlet(np.ones(hi - lo), size=B)
             games = jax.vmap(cfrjax.set_root_chance, (None, 0), cfrjax.batch_axes(game))(game, jnp.asarray(probs))
-            states = shard.init_batch(game, B, rule="cfr+", dtype="float32")
+            states = batch.init_batch(game, B, rule="cfr+", dtype="float32")
             games, states = shard.place(games, states, mesh)
-            fields = shard.batched_fields_of(games)
+            fields = batch.batched_fields_of(games)
             t0 = time.perf_counter()
             try:
-                shard._solve_sharded.lower(games, states, args.iterations, mesh, fields).compile()
+                compiled = shard._solve_sharded.lower(games, states, args.iterations, mesh, fields).compile()
                 compile_s = time.perf_counter() - t0
+                xla = {f"xla_{k}": v for k, v in memory.executable_memory(compiled).items()}
                 jax.block_until_ready(shard.solve_sharded(games, states, args.iterations, mesh=mesh))
             except jax.errors.JaxRuntimeError as e:  # the plan passed but XLA ran out: record, go on
                 print(f"devices {n} batch/device {per}: failed although the memory plan fit: {str(e)[:200]}",
@@ -160,7 +161,7 @@ def device_sweep(args, env, common):
                        dtype="float32", devices=n, batch_per_device=per, batch=B, iterations=args.iterations,
                        repeats=args.repeats, compile_s=compile_s, solve_s=med, **game.sizes(),
                        ms_per_batch_iter=1e3 * med / args.iterations,
-                       subgame_iters_per_s=B * args.iterations / med, plan_bytes_per_device=plan.total_bytes,
+                       subgame_iters_per_s=B * args.iterations / med, plan_bytes_per_device=plan.total_bytes, **xla,
                        peak_bytes=common.peak_memory_bytes(), quick=args.quick, **env)
             records.append(rec)
             common.append_records(args.out, [rec])  # as it goes: a later failure loses nothing

@@ -56,7 +56,7 @@ def _half(game: CompiledGame, state: SolverState, regret, avg, pred, b_t, w_new,
     sigma_ext = passes.extend(sigma)
     reach = passes.reach(game, sigma_ext)
     vals = passes.values(game, sigma_ext)
-    reach_flat = reach.reshape(-1)
+    reach_flat = reach.reshape((-1,) + reach.shape[2:])
     if player is None:
         lo, hi, slo, shi = 0, game.num_decision_edges, 0, game.num_slots
     elif player == 0:

@@ -37,6 +37,7 @@ import jax
 import numpy as np
 
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
+           "executable_memory",
            "memory_plan", "plan_from_sizes"]
 
 
@@ -333,7 +334,7 @@ def check_fits(plan: MemoryPlan, device=None, *, budget_bytes: int | None = None
 
 
 def compiled_memory(fn, *args, **kwargs) -> dict:
-    """XLA's own buffer assignment of `jax.jit`-ed `fn(*args)`: argument, output and temp
+    """XLA's buffer assignment for `fn(*args, **kwargs)` (jitted if it is not already), in
     bytes (`Compiled.memory_analysis()`), without running it; `{}` where unsupported.
 
     E.g. `compiled_memory(cfrjax.solve._solve, game, state, 100, None)` (module
@@ -342,7 +343,18 @@ def compiled_memory(fn, *args, **kwargs) -> dict:
     """
     lower = fn.lower if hasattr(fn, "lower") else jax.jit(fn).lower
     try:
-        m = lower(*args, **kwargs).compile().memory_analysis()
+        compiled = lower(*args, **kwargs).compile()
+    except Exception:  # backends without the analysis
+        return {}
+    return executable_memory(compiled)
+
+
+def executable_memory(compiled) -> dict:
+    """`compiled_memory` of an already compiled executable (`jax.jit(f).lower(...).compile()`):
+    argument, output, alias, temp and generated-code bytes and `total_bytes`
+    (argument + output + temp - alias); `{}` where unsupported."""
+    try:
+        m = compiled.memory_analysis()
     except Exception:  # backends without the analysis
         return {}
     if m is None:

@@ -23,6 +23,14 @@ iteration.
 
 Strategy vectors passed in are *extended*: `[S + 1]`, with the sentinel entry (index S)
 equal to one.
+
+Batch-last: every per-node, per-edge or per-slot array may carry trailing batch axes
+(`[S + 1, *batch]`, `[N, *batch]`; float leaves of the game likewise, or unbatched). The
+gathers then fetch contiguous rows of `batch` numbers per index, which a GPU reads at
+full width however large the batch, where `vmap`'s leading batch axis makes each index
+a strided read and the working set of a big batch falls out of cache
+(`cfrjax.batch.solve_batch` runs a batch this way). With no batch axes this is the
+single-subgame iteration.
 """
 
 from __future__ import annotations
@@ -41,8 +49,14 @@ MAX_PAD = 16.0
 
 
 def extend(sigma):
-    """`[S]` strategy -> `[S + 1]` with the sentinel slot pinned to one."""
-    return jnp.concatenate([sigma, jnp.ones((1,), sigma.dtype)])
+    """`[S, *batch]` strategy -> `[S + 1, *batch]` with the sentinel slot pinned to one."""
+    return jnp.concatenate([sigma, jnp.ones((1,) + sigma.shape[1:], sigma.dtype)])
+
+
+def lift(a, ndim: int):
+    """`a` (`[E]` or already `[E, *batch]`) with trailing unit axes up to `ndim` dimensions,
+    so a per-entity game array broadcasts against batch-last values."""
+    return a.reshape(a.shape + (1,) * (ndim - a.ndim))
 
 
 def by_platform(game: CompiledGame, pull, scatter):
@@ -58,7 +72,7 @@ def segment_total(x, start, width: int, segment_ids, init=None, pull: bool = Tru
     """Sums of contiguous segments: `out[k] = init[k] + x[start[k]] + ... + x[start[k+1] - 1]`.
 
     Args:
-      x: `[L]` members, ordered by segment.
+      x: `[L, *batch]` members, ordered by segment.
       start: `[K + 1]` int32 segment boundaries into `x`.
       width: static, the longest segment.
       segment_ids: `[L]` sorted segment of each member (for the scatter fallback).
@@ -67,19 +81,20 @@ def segment_total(x, start, width: int, segment_ids, init=None, pull: bool = Tru
       pull: gather-and-add (else a sorted scatter-add).
 
     Returns:
-      `[K]` sums.
+      `[K, *batch]` sums.
     """
-    num, length = start.shape[-1] - 1, x.shape[-1]
+    num, length = start.shape[-1] - 1, x.shape[0]
     if length == 0 or width == 0:
-        return jnp.zeros((num,), x.dtype) if init is None else init
+        return jnp.zeros((num,) + x.shape[1:], x.dtype) if init is None else init
     if not pull or num * width > MAX_PAD * length + 64:
         if init is None:
             return jax.ops.segment_sum(x, segment_ids, num_segments=num, indices_are_sorted=True)
         return init.at[segment_ids].add(x, indices_are_sorted=True)
     idx = start[:-1, None] + jnp.arange(width, dtype=start.dtype)
-    members = jnp.where(idx < start[1:, None], x[jnp.minimum(idx, length - 1)], 0)  # [K, width]
+    valid = lift(idx < start[1:, None], x.ndim + 1)
+    members = jnp.where(valid, x[jnp.minimum(idx, length - 1)], 0)  # [K, width, *batch]
     if width > UNROLL:
-        total = jnp.sum(members, axis=-1)
+        total = jnp.sum(members, axis=1)
         return total if init is None else init + total
     acc = init
     for k in range(width):
@@ -88,22 +103,22 @@ def segment_total(x, start, width: int, segment_ids, init=None, pull: bool = Tru
 
 
 def segment_sum_slots(game: CompiledGame, x):
-    """Per-information-set sums of a slot vector, broadcast back to the slots: `[S] -> [S]`."""
+    """Per-information-set sums of a slot vector, broadcast back to the slots: `[S, *batch] -> [S, *batch]`."""
     def total(pull):
         return segment_total(x, game.infoset_slot_start, game.max_actions, game.slot_infoset, pull=pull)
     return by_platform(game, lambda: total(True), lambda: total(False))[game.slot_infoset]
 
 
 def regret_matching(game: CompiledGame, regret):
-    """Regret matching: positive regrets normalized per information set, uniform if none. `[S] -> [S]`."""
+    """Regret matching: positive regrets normalized per information set, uniform if none. `[S, *batch] -> [S, *batch]`."""
     pos = jnp.maximum(regret, 0.0)
     total = segment_sum_slots(game, pos)
     safe = jnp.where(total > 0, total, 1.0)
-    return jnp.where(total > 0, pos / safe, game.slot_uniform.astype(regret.dtype))
+    return jnp.where(total > 0, pos / safe, lift(game.slot_uniform.astype(regret.dtype), regret.ndim))
 
 
 def reach(game: CompiledGame, sigma_ext):
-    """Forward pass: both players' own reach at every node, `[2, N]` (chance excluded).
+    """Forward pass: both players' own reach at every node, `[2, N, *batch]` (chance excluded).
 
     `reach[p, c] = reach[p, parent(c)] * sigma_ext[lane_slot[p, c]]`: pulled as the product
     of player p's decisions on the path to each node (`path_slot[p, :, c]`, root first,
@@ -116,8 +131,8 @@ def reach(game: CompiledGame, sigma_ext):
 def _reach_paths(game: CompiledGame, sigma_ext):
     path = game.path_slot
     if path.shape[-2] == 0:
-        return jnp.ones((2, game.num_nodes), sigma_ext.dtype)
-    factors = sigma_ext[path]  # [2, W, N]
+        return jnp.ones((2, game.num_nodes) + sigma_ext.shape[1:], sigma_ext.dtype)
+    factors = sigma_ext[path]  # [2, W, N, *batch]
     out = factors[:, 0]
     for k in range(1, path.shape[-2]):
         out = out * factors[:, k]
@@ -126,7 +141,7 @@ def _reach_paths(game: CompiledGame, sigma_ext):
 
 def _reach_levels(game: CompiledGame, sigma_ext):
     ls = game.level_start
-    levels = [jnp.ones((2, 1), sigma_ext.dtype)]
+    levels = [jnp.ones((2, 1) + sigma_ext.shape[1:], sigma_ext.dtype)]
     for d in range(1, len(ls) - 1):
         lo, hi = ls[d], ls[d + 1]
         par = game.parent[lo:hi] - ls[d - 1]
@@ -135,7 +150,7 @@ def _reach_levels(game: CompiledGame, sigma_ext):
 
 
 def values(game: CompiledGame, sigma_ext, template=None):
-    """Backward pass: player-0 values at every node, `[N]`.
+    """Backward pass: player-0 values at every node, `[N, *batch]`.
 
     `v(h) = template(h) + sum over children c of sigma_ext[val_slot[c]] * v(c)`, one pull
     per level (pulled or scattered, see the module docstring). With folded chance the values carry the chance reach `pi_c(h)`
@@ -147,9 +162,10 @@ def values(game: CompiledGame, sigma_ext, template=None):
 
 
 def _values(game: CompiledGame, sigma_ext, template, pull: bool):
+    nd = sigma_ext.ndim
     template = game.template if template is None else template
-    template = template.astype(sigma_ext.dtype)
-    edge_prob = game.edge_prob.astype(sigma_ext.dtype)
+    template = jnp.broadcast_to(lift(template.astype(sigma_ext.dtype), nd), template.shape[:1] + sigma_ext.shape[1:])
+    edge_prob = lift(game.edge_prob.astype(sigma_ext.dtype), nd)
     ls = game.level_start
     last = len(ls) - 2
     vals = [template[ls[last]:ls[last + 1]]]
@@ -170,9 +186,9 @@ def _edge_values(game: CompiledGame, reach_flat, vals, lo: int, hi: int, parent_
     child, par = game.dec_child[lo:hi], game.dec_parent[lo:hi]
     opp = reach_flat[game.dec_opp[lo:hi]]
     if not game.chance_folded:
-        opp = opp * game.dec_chance[lo:hi].astype(vals.dtype)
+        opp = opp * lift(game.dec_chance[lo:hi].astype(vals.dtype), vals.ndim)
     diff = vals[child] - vals[par] if parent_value else vals[child]
-    return game.dec_sign[lo:hi].astype(vals.dtype) * (opp * diff)
+    return lift(game.dec_sign[lo:hi].astype(vals.dtype), vals.ndim) * (opp * diff)
 
 
 def accumulate_regret(game: CompiledGame, regret, reach_flat, vals, lo: int, hi: int, slot_lo: int):
@@ -185,7 +201,7 @@ def accumulate_regret(game: CompiledGame, regret, reach_flat, vals, lo: int, hi:
     by one into the cumulative regret, in member order, as OpenSpiel does.
     """
     r = _edge_values(game, reach_flat, vals, lo, hi, parent_value=True)
-    start = game.slot_edge_start[slot_lo:slot_lo + regret.shape[-1] + 1] - lo
+    start = game.slot_edge_start[slot_lo:slot_lo + regret.shape[0] + 1] - lo
 
     def total(pull):
         return segment_total(r, start, game.max_slot_edges, game.dec_slot[lo:hi] - slot_lo, init=regret, pull=pull)

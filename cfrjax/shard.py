@@ -1,28 +1,20 @@
 """Solving a batch of subgames across devices: one tree, many payoffs / ranges, one mesh.
 
-A *batched game* is a `CompiledGame` whose float leaves (some or all of `template`,
-`payoff`, `chance_reach`, `edge_prob`, `dec_chance`, ...: what `cfrjax.retarget`
-rewrites) carry a leading batch axis `B`, while the index arrays (tree shape, information
-sets, slots) and any float leaf without the axis are shared, e.g.
-
-    games = jax.vmap(cfrjax.set_root_chance, (None, 0), cfrjax.batch_axes(game))(game, probs)
-
-A batch of states is a `SolverState` with a leading `B` on every leaf, e.g.
-`jax.vmap(lambda _: cfrjax.init(game, "cfr+"))(jnp.arange(B))` or `init_batch` below.
+Batched games and states are those of `cfrjax.batch` (leading batch axis `B` on the
+batched float leaves and on every state leaf; index arrays shared).
 
 `solve_sharded(games, states, iterations)` splits the batch over the devices of a
 `jax.sharding.Mesh` (one axis, default all devices) with `jax.shard_map`: every device
 holds `B / n` subgames and states, the shared index arrays are replicated (one copy per
-device, not per subgame), and each device runs `jax.vmap` of the same `lax.scan` of
-`cfrjax.step` as `cfrjax.solve` on its own slice. Subgames are independent, so the
+device, not per subgame), and each device runs `cfrjax.solve_batch`'s batch-last
+`lax.scan` of `cfrjax.step` on its own slice. Subgames are independent, so the
 iteration has no collective at all: no cross-device traffic until the caller gathers the
 result. The output stays sharded (`NamedSharding(mesh, P(axis))` on every leaf); pass it
 back to `solve_sharded` to continue, or call `cfrjax.average_policy` under `jax.vmap` on
 it (also sharded, by GSPMD), or `jax.device_get` it.
 
-The result equals `jax.vmap(lambda g, s: cfrjax.solve(g, s, iterations))` on one device
-bit for bit (tested with four CPU devices): each subgame's arithmetic is the same, only
-where it runs changes.
+The result equals `cfrjax.solve_batch` on one device bit for bit (tested with four CPU
+devices): each subgame's arithmetic is the same, only where it runs changes.
 
 Memory: per device, the index arrays once plus `B / n` times the per-subgame buffers;
 `cfrjax.memory.memory_plan(game, batch=B // n)` estimates it and
@@ -43,7 +35,7 @@ hosts with 8 GPUs each, a batch of 1,024 subgames = 64 per GPU):
     lo, hi = shard.process_rows(B, mesh)
     local_probs = all_root_probs[lo:hi]                # or build them for these rows only
     local_games = jax.vmap(cfrjax.set_root_chance, (None, 0), cfrjax.batch_axes(game))(game, local_probs)
-    local_states = shard.init_batch(game, hi - lo, rule="cfr+")
+    local_states = cfrjax.batch.init_batch(game, hi - lo, rule="cfr+")
     games, states = shard.place(local_games, local_states, mesh, process_local=True)
     states = shard.solve_sharded(games, states, 1000, mesh=mesh)
     # each host reads back only its own rows:
@@ -66,75 +58,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-from cfrjax.game import _FLOAT_FIELDS, _INDEX_FIELDS, CompiledGame
-from cfrjax.iteration import step
-from cfrjax.state import SolverState, init
+from cfrjax.batch import batch_specs, check_batch, fields_or_inferred, scan_batch_last
+from cfrjax.game import CompiledGame
+from cfrjax.state import SolverState
 
-__all__ = ["batch_mesh", "batched_fields_of", "batch_specs", "init_batch", "place", "process_rows", "solve_sharded"]
-
-_GAME_FIELDS = tuple(f.name for f in dataclasses.fields(CompiledGame) if not f.metadata.get("static"))
+__all__ = ["batch_mesh", "place", "process_rows", "solve_sharded"]
 
 
 def batch_mesh(devices=None, axis: str = "batch") -> Mesh:
     """A one-axis mesh over `devices` (default: all `jax.devices()`, every host's)."""
     devices = jax.devices() if devices is None else list(devices)
     return Mesh(np.asarray(devices), (axis,))
-
-
-def batched_fields_of(games: CompiledGame) -> tuple:
-    """The float leaves of `games` that carry a batch axis (`[B, ...]`, i.e. 2-D: unbatched
-    float leaves are 1-D), in field order."""
-    return tuple(f for f in _FLOAT_FIELDS if getattr(games, f) is not None and jnp.ndim(getattr(games, f)) == 2)
-
-
-def _check_fields(batched_fields, games=None) -> tuple:
-    if batched_fields is None:
-        fields = batched_fields_of(games)
-        if not fields:
-            raise ValueError("games has no batched float leaf (all are 1-D); build a batched game with "
-                             "jax.vmap(..., out_axes=cfrjax.batch_axes(game)) or pass batched_fields")
-        return fields
-    fields = tuple(batched_fields)
-    bad = [f for f in fields if f not in _FLOAT_FIELDS]
-    if bad:
-        raise ValueError(f"batched_fields {bad} are not float leaves of CompiledGame; choose from {_FLOAT_FIELDS} "
-                         "(index arrays are the shared tree and cannot be batched)")
-    return fields
-
-
-def batch_specs(game: CompiledGame, batched, shared, batched_fields=None) -> CompiledGame:
-    """`game` with each leaf replaced by `batched` (fields in `batched_fields`; `None`:
-    `batched_fields_of(game)`) or `shared` (all others): an in_axes / PartitionSpec /
-    sharding tree for a batched game."""
-    fields = _check_fields(batched_fields, game)
-    return dataclasses.replace(game, **{k: (batched if k in fields else shared) for k in _GAME_FIELDS})
-
-
-def init_batch(game: CompiledGame, batch: int, *args, **kwargs) -> SolverState:
-    """`batch` fresh states stacked on a leading axis (arguments as `cfrjax.init`)."""
-    s = init(game, *args, **kwargs)
-    return jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), s)
-
-
-def _batch_size(games, states, batched_fields, axis_size):
-    sizes = {f"game.{f}": getattr(games, f).shape[0] if getattr(games, f).ndim else None for f in batched_fields}
-    for name in ("regret", "avg", "avg_weight", "iteration", "prediction"):
-        x = getattr(states, name)
-        sizes[f"state.{name}"] = x.shape[0] if x.ndim else None
-    if any(v is None for v in sizes.values()) or len(set(sizes.values())) != 1:
-        raise ValueError(f"inconsistent batch axis (leading sizes {sizes}); batched game fields and every state "
-                         "leaf need the same leading batch size B (use init_batch / jax.vmap(cfrjax.init))")
-    for f in batched_fields:
-        x = getattr(games, f)
-        if x.ndim != 2:
-            raise ValueError(f"game.{f} has shape {x.shape}, expected [B, n] (a batched game: leading batch "
-                             f"axis on {tuple(batched_fields)}); build one with jax.vmap(..., out_axes="
-                             "cfrjax.batch_axes(game)) or broadcast the leaf")
-    b = next(iter(sizes.values()))
-    if b % axis_size:
-        raise ValueError(f"batch size {b} is not a multiple of the mesh's {axis_size} devices; pad the batch "
-                         f"to {-(-b // axis_size) * axis_size} (e.g. repeat a subgame) or use fewer devices")
-    return b
 
 
 def place(games: CompiledGame, states: SolverState, mesh: Mesh | None = None,
@@ -148,7 +82,7 @@ def place(games: CompiledGame, states: SolverState, mesh: Mesh | None = None,
     """
     mesh = batch_mesh() if mesh is None else mesh
     axis = _mesh_axis(mesh)
-    fields = _check_fields(batched_fields, games)
+    fields = fields_or_inferred(batched_fields, games)
     split, repl = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
     gsh = batch_specs(games, split, repl, fields)
     ssh = jax.tree.map(lambda _: split, states)
@@ -181,18 +115,10 @@ def _mesh_axis(mesh: Mesh) -> str:
     return mesh.axis_names[0]
 
 
-def _scan(game, state, iterations):
-    if iterations == 0:
-        return state
-    state, _ = jax.lax.scan(lambda s, _: (step(game, s), None), state, None, length=iterations)
-    return state
-
-
 @functools.partial(jax.jit, static_argnames=("iterations", "mesh", "batched_fields"))
 def _solve_sharded(games, states, iterations, mesh, batched_fields):
     axis = mesh.axis_names[0]
-    in_axes = batch_specs(games, 0, None, batched_fields)
-    local = jax.vmap(lambda g, s: _scan(g, s, iterations), in_axes=(in_axes, 0))
+    local = functools.partial(scan_batch_last, iterations=iterations, batched_fields=batched_fields)
     gspec = batch_specs(games, P(axis), P(), batched_fields)
     sspec = jax.tree.map(lambda _: P(axis), states)
     return jax.shard_map(local, mesh=mesh, in_specs=(gspec, sspec), out_specs=sspec)(games, states)
@@ -227,8 +153,8 @@ def solve_sharded(games: CompiledGame, states: SolverState, iterations: int, mes
         raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
     mesh = batch_mesh() if mesh is None else mesh
     axis = _mesh_axis(mesh)
-    fields = _check_fields(batched_fields, games)
-    _batch_size(games, states, fields, mesh.shape[axis])
+    fields = fields_or_inferred(batched_fields, games)
+    check_batch(games, states, fields, mesh.shape[axis])
     split, repl = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
     want = batch_specs(games, split, repl, fields)
     on_mesh = all(getattr(x, "sharding", None) == sh

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import pytest
 
 import cfrjax
-from cfrjax import memory, shard
+from cfrjax import batch, memory
 from cfrjax.solve import _solve
 
 
@@ -73,9 +73,9 @@ def test_plan_close_to_xla(leduc, order):
     assert 0.75 < ratio < 1.6, ratio
     B = 4
     games = jax.vmap(cfrjax.set_payoffs, (None, 0), cfrjax.batch_axes(leduc))(leduc, jnp.stack([leduc.payoff] * B))
-    states = shard.init_batch(leduc, B, order=order)
-    f = jax.jit(jax.vmap(lambda g, st: shard._scan(g, st, 5), (shard.batch_specs(games, 0, None), 0)))
-    ratio = memory.memory_plan(games, states).total_bytes / memory.compiled_memory(f, games, states)["total_bytes"]
+    states = batch.init_batch(leduc, B, order=order)
+    xla = memory.compiled_memory(batch._solve_batch, games, states, 5, batch.batched_fields_of(games))
+    ratio = memory.memory_plan(games, states).total_bytes / xla["total_bytes"]
     assert 0.75 < ratio < 1.6, ratio
 
 

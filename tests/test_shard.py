@@ -22,7 +22,7 @@ _SCRIPT = textwrap.dedent(r'''
     import jax.numpy as jnp
     import numpy as np
     import cfrjax
-    from cfrjax import shard
+    from cfrjax import batch, shard
 
     out = {"devices": jax.device_count()}
     g0 = cfrjax.load_game("kuhn_poker")
@@ -43,20 +43,18 @@ _SCRIPT = textwrap.dedent(r'''
         return max(float(np.max(np.abs(np.asarray(x, float) - np.asarray(y, float)))) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
 
     def unsharded(games, states, width):
-        # jax.vmap of cfrjax.solve on one device, `width` subgames per call
-        ax = shard.batch_specs(games, 0, None)
-        f = jax.jit(jax.vmap(lambda g, s: cfrjax.solve(g, s, T), (ax, 0)))
+        # cfrjax.solve_batch on one device, `width` subgames per call
         parts = []
         for i in range(0, B, width):
-            gi = dataclasses.replace(games, **{k: getattr(games, k)[i:i + width] for k in shard.batched_fields_of(games)})
-            parts.append(f(gi, jax.tree.map(lambda x: x[i:i + width], states)))
+            gi = dataclasses.replace(games, **{k: getattr(games, k)[i:i + width] for k in batch.batched_fields_of(games)})
+            parts.append(cfrjax.solve_batch(gi, jax.tree.map(lambda x: x[i:i + width], states), T))
         return jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)
 
     # each subgame's arithmetic does not depend on the batch width
     for label, g in (("default", g0),):
         games = batched(g)
         for order in ("simultaneous", "alternating"):
-            states = shard.init_batch(g, B, rule="cfr+", order=order)
+            states = batch.init_batch(g, B, rule="cfr+", order=order)
             res = shard.solve_sharded(games, states, T)
             key = f"{label}.{order}"
             out[key + ".full"] = equal(res, unsharded(games, states, B))
@@ -70,8 +68,8 @@ _SCRIPT = textwrap.dedent(r'''
 
     # no collectives in the compiled program; index arrays replicated
     mesh = shard.batch_mesh()
-    games, states = shard.place(batched(g0), shard.init_batch(g0, B), mesh)
-    hlo = shard._solve_sharded.lower(games, states, 3, mesh, shard.batched_fields_of(games)).compile().as_text()
+    games, states = shard.place(batched(g0), batch.init_batch(g0, B), mesh)
+    hlo = shard._solve_sharded.lower(games, states, 3, mesh, batch.batched_fields_of(games)).compile().as_text()
     out["collectives"] = [c for c in ("all-reduce", "all-gather", "all-to-all", "collective-permute", "reduce-scatter")
                           if c in hlo]
     out["index_replicated"] = games.parent.sharding.is_fully_replicated and len(games.parent.sharding.device_set) == 4
@@ -80,18 +78,18 @@ _SCRIPT = textwrap.dedent(r'''
     # payoff-only batch: other float leaves stay shared
     pg = dataclasses.replace(g0, payoff=jnp.stack([g0.payoff * s for s in scale[:, 0]]),
                              template=jnp.stack([g0.template * s for s in scale[:, 0]]))
-    out["inferred"] = list(shard.batched_fields_of(pg))
-    r = shard.solve_sharded(pg, shard.init_batch(g0, B), 5)
+    out["inferred"] = list(batch.batched_fields_of(pg))
+    r = shard.solve_sharded(pg, batch.init_batch(g0, B), 5)
     out["payoff_only_ok"] = bool(np.all(np.isfinite(np.asarray(r.avg))))
 
     errs = {}
     for name, call in {
         "not_multiple": lambda: shard.solve_sharded(
-            dataclasses.replace(games, **{k: getattr(games, k)[:6] for k in shard.batched_fields_of(games)}),
-            shard.init_batch(g0, 6), 2),
-        "mismatch": lambda: shard.solve_sharded(games, shard.init_batch(g0, 4), 2),
+            dataclasses.replace(games, **{k: getattr(games, k)[:6] for k in batch.batched_fields_of(games)}),
+            batch.init_batch(g0, 6), 2),
+        "mismatch": lambda: shard.solve_sharded(games, batch.init_batch(g0, 4), 2),
         "bad_field": lambda: shard.solve_sharded(games, states, 2, batched_fields=("parent",)),
-        "unbatched": lambda: shard.solve_sharded(g0, shard.init_batch(g0, 4), 2),
+        "unbatched": lambda: shard.solve_sharded(g0, batch.init_batch(g0, 4), 2),
     }.items():
         try:
             call()

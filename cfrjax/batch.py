@@ -1,0 +1,141 @@
+"""Solving a batch of subgames that share one tree, on one device, batch-last.
+
+A *batched game* is a `CompiledGame` whose float leaves (some or all of `template`,
+`payoff`, `chance_reach`, `edge_prob`, `dec_chance`, ...: what `cfrjax.retarget`
+rewrites) carry a leading batch axis `B`, while the index arrays (tree shape, information
+sets, slots) and any float leaf without the axis are shared, e.g.
+
+    games = jax.vmap(cfrjax.set_root_chance, (None, 0), cfrjax.batch_axes(game))(game, probs)
+    states = cfrjax.batch.init_batch(game, B, rule="cfr+")
+    states = cfrjax.solve_batch(games, states, 1000)          # leading B on every leaf
+
+`solve_batch` equals `jax.vmap(lambda g, s: cfrjax.solve(g, s, iterations))` (tested to
+rounding) but runs differently: it moves the batch axis *last* once (`[S, B]`,
+`[N, B]`), runs the same `lax.scan` of `cfrjax.step` on those arrays (the passes accept
+trailing batch axes, see `cfrjax.passes`) and moves it back at the end. Under `vmap`
+every gather of the tree passes reads one number per index from each subgame's row
+(strided, and for a large batch the subgames' slot vectors no longer fit in cache);
+batch-last, each index reads one contiguous row of `B` numbers. Inputs and outputs keep
+the leading batch axis, as `vmap` users expect; `cfrjax.shard.solve_sharded` runs this
+on each device's share of a batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from cfrjax.game import _FLOAT_FIELDS, CompiledGame
+from cfrjax.iteration import step
+from cfrjax.state import SolverState, init
+
+__all__ = ["batch_specs", "batched_fields_of", "check_batch", "init_batch", "solve_batch"]
+
+_GAME_FIELDS = tuple(f.name for f in dataclasses.fields(CompiledGame) if not f.metadata.get("static"))
+
+
+def batched_fields_of(games: CompiledGame) -> tuple:
+    """The float leaves of `games` that carry a batch axis (`[B, ...]`, i.e. 2-D: unbatched
+    float leaves are 1-D), in field order."""
+    return tuple(f for f in _FLOAT_FIELDS if getattr(games, f) is not None and jnp.ndim(getattr(games, f)) == 2)
+
+
+def fields_or_inferred(batched_fields, games=None) -> tuple:
+    """`batched_fields` validated, or (`None`) inferred from `games` (`batched_fields_of`)."""
+    if batched_fields is None:
+        fields = batched_fields_of(games)
+        if not fields:
+            raise ValueError("games has no batched float leaf (all are 1-D); build a batched game with "
+                             "jax.vmap(..., out_axes=cfrjax.batch_axes(game)) or pass batched_fields")
+        return fields
+    fields = tuple(batched_fields)
+    bad = [f for f in fields if f not in _FLOAT_FIELDS]
+    if bad:
+        raise ValueError(f"batched_fields {bad} are not float leaves of CompiledGame; choose from {_FLOAT_FIELDS} "
+                         "(index arrays are the shared tree and cannot be batched)")
+    return fields
+
+
+def batch_specs(game: CompiledGame, batched, shared, batched_fields=None) -> CompiledGame:
+    """`game` with each leaf replaced by `batched` (fields in `batched_fields`; `None`:
+    `batched_fields_of(game)`) or `shared` (all others): an in_axes / PartitionSpec /
+    sharding tree for a batched game."""
+    fields = fields_or_inferred(batched_fields, game)
+    return dataclasses.replace(game, **{k: (batched if k in fields else shared) for k in _GAME_FIELDS})
+
+
+def init_batch(game: CompiledGame, batch: int, *args, **kwargs) -> SolverState:
+    """`batch` fresh states stacked on a leading axis (arguments as `cfrjax.init`)."""
+    s = init(game, *args, **kwargs)
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), s)
+
+
+def check_batch(games: CompiledGame, states: SolverState, batched_fields, multiple_of: int = 1) -> int:
+    """The common leading batch size `B` of the batched game fields and every state leaf.
+
+    Raises:
+      ValueError: sizes disagree, a batched field is not `[B, n]`, or `B` is not a
+        multiple of `multiple_of` (the number of devices it is split over).
+    """
+    sizes = {f"game.{f}": getattr(games, f).shape[0] if getattr(games, f).ndim else None for f in batched_fields}
+    for name in ("regret", "avg", "avg_weight", "iteration", "prediction"):
+        x = getattr(states, name)
+        sizes[f"state.{name}"] = x.shape[0] if x.ndim else None
+    if any(v is None for v in sizes.values()) or len(set(sizes.values())) != 1:
+        raise ValueError(f"inconsistent batch axis (leading sizes {sizes}); batched game fields and every state "
+                         "leaf need the same leading batch size B (use init_batch / jax.vmap(cfrjax.init))")
+    for f in batched_fields:
+        x = getattr(games, f)
+        if x.ndim != 2:
+            raise ValueError(f"game.{f} has shape {x.shape}, expected [B, n] (a batched game: leading batch "
+                             f"axis on {tuple(batched_fields)}); build one with jax.vmap(..., out_axes="
+                             "cfrjax.batch_axes(game)) or broadcast the leaf")
+    b = next(iter(sizes.values()))
+    if b % multiple_of:
+        raise ValueError(f"batch size {b} is not a multiple of the mesh's {multiple_of} devices; pad the batch "
+                         f"to {-(-b // multiple_of) * multiple_of} (e.g. repeat a subgame) or use fewer devices")
+    return b
+
+
+def scan_batch_last(games: CompiledGame, states: SolverState, iterations: int, batched_fields) -> SolverState:
+    """`iterations` steps of a batch (leading `B` in and out), run batch-last. Traceable."""
+    if iterations == 0:
+        return states
+    last = lambda x: jnp.moveaxis(x, 0, -1)  # noqa: E731
+    games = dataclasses.replace(games, **{f: last(getattr(games, f)) for f in batched_fields})
+    states = jax.tree.map(last, states)
+    states, _ = jax.lax.scan(lambda s, _: (step(games, s), None), states, None, length=iterations)
+    return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), states)
+
+
+@functools.partial(jax.jit, static_argnames=("iterations", "batched_fields"))
+def _solve_batch(games, states, iterations, batched_fields):
+    return scan_batch_last(games, states, iterations, batched_fields)
+
+
+def solve_batch(games: CompiledGame, states: SolverState, iterations: int, batched_fields=None) -> SolverState:
+    """Run `iterations` CFR iterations on every subgame of a batch, on one device.
+
+    Args:
+      games: a batched `CompiledGame`: leaves named in `batched_fields` are `[B, n]`,
+        all others (the index arrays and the other float leaves) shared by the batch.
+      states: a batch of `SolverState`s (leading `B` on every leaf, one config), e.g.
+        `init_batch(game, B, rule="cfr+")`.
+      iterations: iterations per subgame (a Python int; one executable per value).
+      batched_fields: names of the float leaves that carry the batch axis; `None`
+        (default) infers them: the 2-D float leaves (`batched_fields_of`).
+
+    Returns:
+      The batch of states after `iterations` more iterations (leading `B` on every leaf).
+
+    Raises:
+      ValueError: batch sizes disagree, a field is not a float leaf, or no leaf is batched.
+    """
+    if not isinstance(iterations, int) or iterations < 0:
+        raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
+    fields = fields_or_inferred(batched_fields, games)
+    check_batch(games, states, fields)
+    return _solve_batch(games, states, iterations, fields)
