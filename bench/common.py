@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 
 import jax
@@ -19,11 +20,24 @@ import cfrjax
 from cfrjax.solve import _solve
 
 
+def code_commit() -> str | None:
+    """The measured code's git commit: `CFRJAX_COMMIT` if set (the GPU machine gets a copy of
+    the tree without `.git`; pass `CFRJAX_COMMIT=$(git rev-parse --short HEAD)`), else git's."""
+    if os.environ.get("CFRJAX_COMMIT"):
+        return os.environ["CFRJAX_COMMIT"]
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=os.path.dirname(os.path.abspath(__file__)),
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
 def environment() -> dict:
     dev = jax.devices()[0]
     return dict(backend=jax.default_backend(), device=str(dev.device_kind), jax=jax.__version__,
                 jaxlib=jax.lib.__version__ if hasattr(jax.lib, "__version__") else jax.__version__,
-                host=platform.node(), cpu_count=os.cpu_count())
+                host=platform.node(), cpu_count=os.cpu_count(), commit=code_commit())
 
 
 def peak_memory_bytes():

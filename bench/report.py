@@ -99,13 +99,22 @@ def check_table(records) -> str:
     return "\n".join(lines) + "\n"
 
 
+def latest_batched(records) -> list:
+    """The newest record (records are appended in time order) per (device, game, layout, B)."""
+    last = {}
+    for r in records:
+        last[(r["device"], r["game"], r.get("layout", "vmap"), r["batch"])] = r
+    return list(last.values())
+
+
 def batched_table(records, bandwidth) -> str:
+    records = latest_batched(records)
     lines = []
     for b in bandwidth:
         lines.append(f"Copy bandwidth on {b['device']}: {b['copy_gbs']:.1f} GB/s (median; read + write of "
                      f"{b['mib']} MiB float32).")
     lines += ["", "Layout `last`: `cfrjax.solve_batch` (batch axis last); `vmap`: `jax.vmap(cfrjax.solve)` "
-              "(records without a layout predate `solve_batch` and are vmap).",
+              "(records without a layout predate `solve_batch` and are vmap). Newest record per (device, game, layout, B).",
               "", "| device | game | nodes | layout | B | subgame-it/s | ms / batched it | model MB / subgame-it | "
               "achieved GB/s | % of copy | compile s |", "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in sorted(records, key=lambda r: (r["device"], r["nodes"], r.get("layout", "vmap"), r["batch"])):
@@ -138,6 +147,7 @@ def plot_batched(records, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 4.2))
+    records = latest_batched(records)
     keys = sorted({(r["device"], r["game"], r.get("layout", "vmap")) for r in records})
     for dev, game, layout in keys:
         rs = sorted((r for r in records if (r["device"], r["game"], r.get("layout", "vmap")) == (dev, game, layout)),

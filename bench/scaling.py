@@ -13,8 +13,10 @@ Writes JSONL records to bench/results/scaling.jsonl:
                            executable and the device's peak bytes (where reported), and
                            bytes-moved model bandwidth (`bytes_model`).
   bench="scaling_devices": one per (devices, per-device batch): `cfrjax.shard.solve_sharded`
-                           on a batch of turn subgames (K = --batch-k, root chance
-                           randomized per subgame), subgame-iterations per second.
+                           on a batch of poker subgames of `--toml` (default the turn;
+                           `--toml games/hunl_river.toml` for river subgames) with
+                           K = --batch-k hands, root chance randomized per subgame,
+                           subgame-iterations per second, and XLA's buffer assignment.
 
 Peak bytes come from `device.memory_stats()["peak_bytes_in_use"]`, a process-lifetime
 peak: the size sweep runs in ascending K, so each record's peak is that of the largest
@@ -62,7 +64,7 @@ def turn_game(toml: str, k: int):
     from cfrjax.compile import compile_game
     from cfrjax.games.poker import build_spec, load_poker_config
     cfg = load_poker_config(toml)
-    cfg = dataclasses.replace(cfg, random_hands=k, name=f"hunl_turn_K{k}")
+    cfg = dataclasses.replace(cfg, random_hands=k, name=f"{cfg.name}_K{k}")
     t0 = time.perf_counter()
     spec = build_spec(cfg)
     build_s = time.perf_counter() - t0
