@@ -30,6 +30,7 @@ import jax.numpy as jnp
 
 from cfrjax.game import _FLOAT_FIELDS, CompiledGame
 from cfrjax.iteration import step
+from cfrjax.memory import guard
 from cfrjax.state import SolverState, init
 
 __all__ = ["batch_specs", "batched_fields_of", "check_batch", "init_batch", "solve_batch"]
@@ -116,7 +117,8 @@ def _solve_batch(games, states, iterations, batched_fields):
     return scan_batch_last(games, states, iterations, batched_fields)
 
 
-def solve_batch(games: CompiledGame, states: SolverState, iterations: int, batched_fields=None) -> SolverState:
+def solve_batch(games: CompiledGame, states: SolverState, iterations: int, batched_fields=None, *,
+                check_memory: bool = True) -> SolverState:
     """Run `iterations` CFR iterations on every subgame of a batch, on one device.
 
     Args:
@@ -127,15 +129,21 @@ def solve_batch(games: CompiledGame, states: SolverState, iterations: int, batch
       iterations: iterations per subgame (a Python int; one executable per value).
       batched_fields: names of the float leaves that carry the batch axis; `None`
         (default) infers them: the 2-D float leaves (`batched_fields_of`).
+      check_memory: first check the memory plan of the whole batch against the device's
+        free memory (`cfrjax.memory.guard`).
 
     Returns:
       The batch of states after `iterations` more iterations (leading `B` on every leaf).
 
     Raises:
       ValueError: batch sizes disagree, a field is not a float leaf, or no leaf is batched.
+      cfrjax.memory.MemoryPlanError: the batch does not fit (the message gives the largest
+        batch that does).
     """
     if not isinstance(iterations, int) or iterations < 0:
         raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
     fields = fields_or_inferred(batched_fields, games)
     check_batch(games, states, fields)
+    if check_memory:
+        guard(games, states)
     return _solve_batch(games, states, iterations, fields)

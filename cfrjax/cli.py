@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--plot", default=None, metavar="PATH",
                    help="write the exploitability curve (vs iterations and vs seconds) as a PNG (needs matplotlib)")
     s.add_argument("--save-game", default=None, help="also write the compiled game to this .npz path")
+    s.add_argument("--memory-plan", action="store_true",
+                   help="print the memory plan (one row per buffer) before compiling")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
 
     sh = sub.add_parser("show", help="print the action probabilities of an information set in a saved policy")
@@ -212,6 +214,13 @@ def _solve(args) -> dict:
     if args.save_game:
         cfrjax.save_game(game, args.save_game)
     state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
+    plan = cfrjax.memory.memory_plan(game, state)
+    if args.memory_plan:
+        print(plan.table(), file=sys.stderr)
+    fit = cfrjax.memory.guard(game, state)  # MemoryPlanError before compiling, not an allocator crash
+    free = "" if fit["free"] is None else f" of {cfrjax.memory.format_bytes(fit['free'])} free"
+    print(f"cfrjax: memory plan {cfrjax.memory.format_bytes(plan.total_bytes)} "
+          f"({plan.total_bytes / game.num_nodes:.0f} B/node){free} on {jax.devices()[0].device_kind}", file=sys.stderr)
     every = args.eval_every or max(1, args.iterations // 10)
     ckpt_every = args.checkpoint_every or (every if args.checkpoint else None)
 
@@ -454,6 +463,7 @@ def _games(args) -> None:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
+    from cfrjax.memory import MemoryPlanError
     from cfrjax.spec import SpecError
 
     try:
@@ -469,7 +479,7 @@ def main(argv=None) -> int:
         print(f"cfrjax: stopped by {name} at iteration {e.iteration}; checkpoint {e.path} is complete "
               "(run the same command to resume)", file=sys.stderr)
         return 128 + e.signum
-    except (SpecError, ValueError, OSError, ImportError) as e:
+    except (SpecError, ValueError, OSError, ImportError, MemoryPlanError) as e:
         msg = " ".join(str(e).split()) or type(e).__name__
         print(f"cfrjax: error: {msg}", file=sys.stderr)
         return 2

@@ -60,6 +60,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from cfrjax.batch import batch_specs, check_batch, fields_or_inferred, scan_batch_last
 from cfrjax.game import CompiledGame
+from cfrjax.memory import guard
 from cfrjax.state import SolverState
 
 __all__ = ["batch_mesh", "place", "process_rows", "solve_sharded"]
@@ -125,7 +126,7 @@ def _solve_sharded(games, states, iterations, mesh, batched_fields):
 
 
 def solve_sharded(games: CompiledGame, states: SolverState, iterations: int, mesh: Mesh | None = None,
-                  batched_fields=None) -> SolverState:
+                  batched_fields=None, *, check_memory: bool = True) -> SolverState:
     """Run `iterations` CFR iterations on a batch of subgames split across devices.
 
     Args:
@@ -139,6 +140,8 @@ def solve_sharded(games: CompiledGame, states: SolverState, iterations: int, mes
         (default) infers them: the 2-D float leaves (`batched_fields_of`). With
         `cfrjax.batch_axes` every float leaf is batched; a batch of payoffs alone can keep
         the others shared (`("template", "payoff")`), saving memory per subgame.
+      check_memory: first check the per-device memory plan (`B / n` subgames) against the
+        free memory of the mesh's first device (`cfrjax.memory.guard`).
 
     Returns:
       The batch of states after `iterations` more iterations, each leaf a `jax.Array`
@@ -155,6 +158,8 @@ def solve_sharded(games: CompiledGame, states: SolverState, iterations: int, mes
     axis = _mesh_axis(mesh)
     fields = fields_or_inferred(batched_fields, games)
     check_batch(games, states, fields, mesh.shape[axis])
+    if check_memory:
+        guard(games, states, devices=mesh.shape[axis], device=mesh.devices.flat[0])
     split, repl = NamedSharding(mesh, P(axis)), NamedSharding(mesh, P())
     want = batch_specs(games, split, repl, fields)
     on_mesh = all(getattr(x, "sharding", None) == sh

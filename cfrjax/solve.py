@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from cfrjax.best_response import exploitability, expected_value
 from cfrjax.game import CompiledGame
 from cfrjax.iteration import step
+from cfrjax.memory import guard
 from cfrjax.policy import average_policy
 from cfrjax.state import SolverState
 
@@ -86,7 +87,7 @@ def _solve_to_target(game, state, target, eval_every, max_chunks):
 
 def solve(game: CompiledGame, state: SolverState, iterations: int | None = None, *,
           eval_every: int | None = None, target_exploitability: float | None = None,
-          max_iterations: int | None = None):
+          max_iterations: int | None = None, check_memory: bool = True):
     """Run CFR iterations in one compiled executable.
 
     Two modes:
@@ -107,6 +108,8 @@ def solve(game: CompiledGame, state: SolverState, iterations: int | None = None,
       target_exploitability: stop threshold (target-driven mode; needs `eval_every` and
         `max_iterations`).
       max_iterations: iteration cap of the target-driven mode.
+      check_memory: first check the memory plan against the device's free memory
+        (`cfrjax.memory.guard`; raises `cfrjax.memory.MemoryPlanError` stating both).
 
     Returns:
       The new state; with `eval_every`, the pair `(state, trace)` where `trace` is a
@@ -115,6 +118,8 @@ def solve(game: CompiledGame, state: SolverState, iterations: int | None = None,
       each, so `trace.iteration[-1]` is the iteration it stopped at); the returned state is the one at the
       stopping checkpoint.
     """
+    if check_memory:
+        guard(game, state)
     if target_exploitability is not None or max_iterations is not None:
         if iterations is not None:
             raise ValueError("give either iterations or target_exploitability/max_iterations, not both")

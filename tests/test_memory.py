@@ -60,23 +60,31 @@ def test_plan_from_sizes_matches_game(leduc):
     assert f32.group_bytes()["scratch"] * 2 == a.group_bytes()["scratch"]
 
 
-@pytest.mark.skipif(jax.default_backend() != "cpu", reason="the plan's scratch rows are calibrated on XLA:CPU; "
-                    "XLA:GPU keeps more temporaries (measured 2.4x on an H200), see bench/results/scaling.jsonl")
+def _plan_ratio_ok(ratio):
+    """On XLA:CPU (where the scratch rows were calibrated) the plan is within 0.75-1.6x of
+    XLA's buffer assignment. Elsewhere it must not underestimate (the guard must fire
+    before XLA runs out); on an H200 it was 1.7-2.9x XLA's for batches (the pull
+    lowering keeps fewer temporaries), bench/results/batched.jsonl."""
+    if jax.default_backend() == "cpu":
+        return 0.75 < ratio < 1.6
+    return 1.0 <= ratio < 6.0
+
+
 @pytest.mark.parametrize("order", ["simultaneous", "alternating"])
 def test_plan_close_to_xla(leduc, order):
-    """The plan is within a small factor of XLA's own buffer assignment (CPU)."""
+    """The plan is within a small factor of XLA's own buffer assignment."""
     s = cfrjax.init(leduc, order=order)
     xla = memory.compiled_memory(_solve, leduc, s, 5, None)
     if not xla:
         pytest.skip("no memory_analysis on this backend")
     ratio = memory.memory_plan(leduc, s).total_bytes / xla["total_bytes"]
-    assert 0.75 < ratio < 1.6, ratio
+    assert _plan_ratio_ok(ratio), ratio
     B = 4
     games = jax.vmap(cfrjax.set_payoffs, (None, 0), cfrjax.batch_axes(leduc))(leduc, jnp.stack([leduc.payoff] * B))
     states = batch.init_batch(leduc, B, order=order)
     xla = memory.compiled_memory(batch._solve_batch, games, states, 5, batch.batched_fields_of(games))
     ratio = memory.memory_plan(games, states).total_bytes / xla["total_bytes"]
-    assert 0.75 < ratio < 1.6, ratio
+    assert _plan_ratio_ok(ratio), ratio
 
 
 def test_check_fits_budget(leduc):
@@ -103,3 +111,25 @@ def test_check_fits_device():
         huge = memory.plan_from_sizes(10 ** 12, 10 ** 12, 10 ** 9, 10 ** 9)
         with pytest.raises(memory.MemoryPlanError, match=str(dev)):
             memory.check_fits(huge, dev)
+
+
+def test_solvers_check_memory_first(leduc, monkeypatch):
+    """solve, solve_batch and solve_sharded refuse a plan larger than the free memory before
+    compiling (MemoryPlanError with both numbers); check_memory=False skips the check."""
+    state = cfrjax.init(leduc)
+    B = 2
+    games = jax.vmap(cfrjax.set_payoffs, (None, 0), cfrjax.batch_axes(leduc))(leduc, jnp.stack([leduc.payoff] * B))
+    states = batch.init_batch(leduc, B)
+    need = memory.memory_plan(games, states).total_bytes
+    # inputs already on the device do not count again
+    assert memory.guard(leduc, state)["resident"] > 0
+    monkeypatch.setattr(memory, "device_free_bytes", lambda device=None: (1000, dict(source="test", limit=1000, in_use=0)))
+    calls = {"solve": lambda **k: cfrjax.solve(leduc, state, 3, **k),
+             "solve_batch": lambda **k: cfrjax.solve_batch(games, states, 3, **k),
+             "solve_sharded": lambda **k: cfrjax.solve_sharded(games, states, 3, **k)}
+    for name, call in calls.items():
+        with pytest.raises(memory.MemoryPlanError, match=r"needs about .* but device .* has 1000 B free") as e:
+            call()
+        assert "not even one subgame fits" in str(e.value), name
+        assert int(call(check_memory=False).iteration.max()) == 3, name
+    assert need > 1000
