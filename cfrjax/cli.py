@@ -214,13 +214,6 @@ def _solve(args) -> dict:
     if args.save_game:
         cfrjax.save_game(game, args.save_game)
     state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
-    plan = cfrjax.memory.memory_plan(game, state)
-    if args.memory_plan:
-        print(plan.table(), file=sys.stderr)
-    fit = cfrjax.memory.guard(game, state)  # MemoryPlanError before compiling, not an allocator crash
-    free = "" if fit["free"] is None else f" of {cfrjax.memory.format_bytes(fit['free'])} free"
-    print(f"cfrjax: memory plan {cfrjax.memory.format_bytes(plan.total_bytes)} "
-          f"({plan.total_bytes / game.num_nodes:.0f} B/node){free} on {jax.devices()[0].device_kind}", file=sys.stderr)
     every = args.eval_every or max(1, args.iterations // 10)
     ckpt_every = args.checkpoint_every or (every if args.checkpoint else None)
 
@@ -235,6 +228,13 @@ def _solve(args) -> dict:
         seconds_before = float(extra.get("solve_s", 0.0))
         resumed_from = int(state.iteration)
         print(f"cfrjax: resuming {game.name} from {args.checkpoint} at iteration {resumed_from}", file=sys.stderr)
+    plan = cfrjax.memory.memory_plan(game, state)
+    if args.memory_plan:
+        print(plan.table(), file=sys.stderr)
+    fit = cfrjax.memory.guard(game, state)  # MemoryPlanError before compiling, not an allocator crash
+    free = "" if fit["free"] is None else f" of {cfrjax.memory.format_bytes(fit['free'])} free"
+    print(f"cfrjax: memory plan {cfrjax.memory.format_bytes(plan.total_bytes)} "
+          f"({plan.total_bytes / game.num_nodes:.0f} B/node){free} on {jax.devices()[0].device_kind}", file=sys.stderr)
     start = int(state.iteration)
     points = _stop_points(start, args.iterations, every, ckpt_every)
     sizes = sorted({b - a for a, b in zip([start] + points[:-1], points)})

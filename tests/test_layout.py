@@ -115,9 +115,9 @@ def test_segment_total_paths(width):
     init = jnp.asarray(rng.normal(size=40))
     pulled = passes.segment_total(x, start, width, ids, init=init, pull=True)
     scattered = passes.segment_total(x, start, width, ids, init=init, pull=False)
-    if width <= passes.UNROLL:
+    if width <= passes.UNROLL and jax.default_backend() == "cpu":
         np.testing.assert_array_equal(np.asarray(pulled), np.asarray(scattered))
-    else:
+    else:  # a reduction tree; or on a GPU, a scatter-add of atomics in no fixed order
         np.testing.assert_allclose(np.asarray(pulled), np.asarray(scattered), rtol=1e-12, atol=1e-12)
     # a segment far wider than the others exceeds the padding budget: scatter fallback
     skew = np.ones(200, np.int64)
