@@ -30,3 +30,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "fixed_order" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_executables():
+    """Drop JAX's compiled executables after each test module. XLA:CPU maps every
+    executable's code into memory; the whole suite keeps thousands alive and crossed the
+    kernel's per-process map limit (vm.max_map_count, 65,530 by default), crashing inside
+    a later compile."""
+    yield
+    jax.clear_caches()
