@@ -55,7 +55,6 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 import cfrjax  # noqa: E402
-from cfrjax.game import _DERIVED_FIELDS, _FLOAT_FIELDS, _INDEX_FIELDS  # noqa: E402
 from cfrjax.memory import MemoryPlanError, check_fits, executable_memory, plan_from_sizes  # noqa: E402
 from common import append_records, environment, peak_memory_bytes  # noqa: E402
 from suite import build_spec, is_poker, load_suite, select  # noqa: E402
@@ -92,15 +91,14 @@ def copy_bandwidth(mib: int, repeats: int = 10) -> dict:
 
 
 def axes_for(game, fields):
-    return dataclasses.replace(game, **{k: None for k in _INDEX_FIELDS + _DERIVED_FIELDS},
-                               **{k: (0 if k in fields else None) for k in _FLOAT_FIELDS})
+    return cfrjax.batch.batch_specs(game, 0, None, fields)
 
 
 def make_batch(game, entry, batch: int, seed: int = 0):
     """B retargeted copies of `game` (batched leaves) and their vmap axes."""
     key = jax.random.PRNGKey(seed)
     if is_poker(entry):
-        from cfrjax.games.poker.subgame import root_deals
+        from cfrjax.games.poker import root_deals
         h0, h1 = root_deals(game)
         k0, k1 = jax.random.split(key)
         r0 = jnp.zeros((batch, 1326), game.template.dtype).at[:, np.unique(h0)].set(

@@ -17,7 +17,7 @@ import time
 import jax
 
 import cfrjax
-from cfrjax.solve import _solve
+from cfrjax.driver import _solve
 
 
 def code_commit() -> str | None:

@@ -100,8 +100,9 @@ def run(keys):
     records = []
     for key in keys:
         t0 = time.perf_counter()
-        game = cfrjax.load_game(GAMES[key])
-        explicit = cfrjax.load_game(GAMES[key], chance="explicit")
+        form = {"form": "tabular"} if GAMES[key].endswith(".toml") else {}  # the paper's form
+        game = cfrjax.load_game(GAMES[key], **form)
+        explicit = cfrjax.load_game(GAMES[key], chance="explicit", **form)
         for order in ORDERS:
             for rule in RULES:
                 averaging = AVERAGING.get(rule, "linear")

@@ -45,7 +45,7 @@ from cfrjax.compile import compile_arrays  # noqa: E402
 from cfrjax.game import from_numpy  # noqa: E402
 from cfrjax.memory import compiled_memory  # noqa: E402
 from cfrjax.profile import kernels_per_iteration  # noqa: E402
-from cfrjax.solve import _solve  # noqa: E402
+from cfrjax.driver import _solve  # noqa: E402
 from common import append_records, environment, peak_memory_bytes  # noqa: E402
 from suite import build_spec, load_suite, select  # noqa: E402
 

@@ -88,7 +88,7 @@ def size_sweep(args, env, common):
     import jax
     import cfrjax
     from cfrjax import memory
-    from cfrjax.solve import _solve
+    from cfrjax.driver import _solve
     records = []
     for k in args.ks:
         game, build_s, compile_game_s = turn_game(args.toml, k)

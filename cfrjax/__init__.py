@@ -1,24 +1,43 @@
-"""cfrjax: tabular CFR for two-player zero-sum games, compiled to static arrays and run in JAX."""
+"""cfrjax: CFR for two-player zero-sum games, compiled to static arrays and run in JAX.
+
+A game is compiled once into a *form* (`cfrjax.forms`): the tabular form (any game,
+`CompiledGame`) or, for poker subgames, the public-tree form (`PublicGame`, vectors over
+hands). Everything below works on either.
+"""
 
 from cfrjax import batch, memory, policy, profile, shard
+from cfrjax.batch import batch_axes, solve_batch
 from cfrjax.best_response import best_response_value, best_response_values, exploitability, expected_value
 from cfrjax.certificate import CertificateError, value_certificate
 from cfrjax.checkpoint import CheckpointError, checkpoint_info, load_checkpoint, save_checkpoint
 from cfrjax.compile import compile_game
+from cfrjax.driver import Chunk, SolveChunks, Trace, evaluate, solve, solve_chunks
+from cfrjax.forms import form_name, form_of
 from cfrjax.game import CompiledGame, GameLabels, save_game
 from cfrjax.iteration import step
 from cfrjax.load import load_game
 from cfrjax.locking import lock, unlock
 from cfrjax.policy import average_policy, current_policy, uniform_policy
-from cfrjax.retarget import batch_axes, reset, set_payoffs, set_root_chance, set_root_ranges
+from cfrjax.public.game import PublicGame
+from cfrjax.retarget import reset, set_payoffs, set_root_chance
 from cfrjax.rules import Config
-from cfrjax.solve import Trace, solve
+from cfrjax.shard import solve_sharded
 from cfrjax.spec import GameSpec, SpecError
 from cfrjax.state import SolverState, init
 from cfrjax.strategy import load_policy, save_policy, strategy_table
-from cfrjax.batch import solve_batch
-from cfrjax.shard import solve_sharded
 from cfrjax.games.efg_file import read_efg, write_efg
 from cfrjax.games.openspiel import from_openspiel_policy, spec_from_openspiel, to_openspiel_policy
+from cfrjax.games.poker.deals import set_root_ranges
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "CertificateError", "CheckpointError", "Chunk", "CompiledGame", "Config", "GameLabels", "GameSpec",
+    "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy", "batch", "batch_axes",
+    "best_response_value", "best_response_values", "checkpoint_info", "compile_game", "current_policy",
+    "evaluate", "exploitability", "expected_value", "form_name", "form_of", "from_openspiel_policy", "init",
+    "load_checkpoint", "load_game", "load_policy", "lock", "memory", "policy", "profile", "read_efg", "reset",
+    "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance", "set_root_ranges", "shard",
+    "solve", "solve_batch", "solve_chunks", "solve_sharded", "spec_from_openspiel", "step", "strategy_table",
+    "to_openspiel_policy", "uniform_policy", "unlock", "value_certificate", "write_efg",
+]

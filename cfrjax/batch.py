@@ -1,9 +1,10 @@
 """Solving a batch of subgames that share one tree, on one device, batch-last.
 
-A *batched game* is a `CompiledGame` whose float leaves (some or all of `template`,
-`payoff`, `chance_reach`, `edge_prob`, `dec_chance`, ...: what `cfrjax.retarget`
-rewrites) carry a leading batch axis `B`, while the index arrays (tree shape, information
-sets, slots) and any float leaf without the axis are shared, e.g.
+A *batched game* is a compiled game (any form, `cfrjax.forms`) whose re-targetable leaves
+(`RETARGETABLE`; tabular: some or all of `template`, `payoff`, `chance_reach`,
+`edge_prob`, `dec_chance`, ...: what `cfrjax.retarget` rewrites; public: the ranges)
+carry a leading batch axis `B`, while the index arrays (tree shape, information sets,
+slots) and any leaf without the axis are shared, e.g.
 
     games = jax.vmap(cfrjax.set_root_chance, (None, 0), cfrjax.batch_axes(game))(game, probs)
     states = cfrjax.batch.init_batch(game, B, rule="cfr+")
@@ -11,7 +12,7 @@ sets, slots) and any float leaf without the axis are shared, e.g.
 
 `solve_batch` equals `jax.vmap(lambda g, s: cfrjax.solve(g, s, iterations))` (tested to
 rounding) but runs differently: it moves the batch axis *last* once (`[S, B]`,
-`[N, B]`), runs the same `lax.scan` of `cfrjax.step` on those arrays (the passes accept
+`[N, B]`), runs the same `lax.scan` of `cfrjax.step` (`cfrjax.driver.run_steps`) on those arrays (the passes accept
 trailing batch axes, see `cfrjax.passes`) and moves it back at the end. Under `vmap`
 every gather of the tree passes reads one number per index from each subgame's row
 (strided, and for a large batch the subgames' slot vectors no longer fit in cache);
@@ -28,20 +29,29 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from cfrjax.game import _FLOAT_FIELDS, CompiledGame
-from cfrjax.iteration import step
+from cfrjax.driver import run_steps
 from cfrjax.memory import guard
 from cfrjax.state import SolverState, init
 
-__all__ = ["batch_specs", "batched_fields_of", "check_batch", "init_batch", "solve_batch"]
+__all__ = ["batch_axes", "batch_specs", "batched_fields_of", "check_batch", "init_batch", "retargetable",
+           "solve_batch"]
 
-_GAME_FIELDS = tuple(f.name for f in dataclasses.fields(CompiledGame) if not f.metadata.get("static"))
+
+def retargetable(game) -> dict:
+    """The game's re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one
+    game's leaf (without a batch axis)."""
+    return dict(type(game).RETARGETABLE)
 
 
-def batched_fields_of(games: CompiledGame) -> tuple:
-    """The float leaves of `games` that carry a batch axis (`[B, ...]`, i.e. 2-D: unbatched
-    float leaves are 1-D), in field order."""
-    return tuple(f for f in _FLOAT_FIELDS if getattr(games, f) is not None and jnp.ndim(getattr(games, f)) == 2)
+def batched_fields_of(games) -> tuple:
+    """The re-targetable leaves of `games` that carry a leading batch axis (one more
+    dimension than one game's leaf), in declaration order."""
+    out = []
+    for f, ndim in retargetable(games).items():
+        x = getattr(games, f)
+        if x is not None and jnp.ndim(x) == ndim + 1:
+            out.append(f)
+    return tuple(out)
 
 
 def fields_or_inferred(batched_fields, games=None) -> tuple:
@@ -49,32 +59,45 @@ def fields_or_inferred(batched_fields, games=None) -> tuple:
     if batched_fields is None:
         fields = batched_fields_of(games)
         if not fields:
-            raise ValueError("games has no batched float leaf (all are 1-D); build a batched game with "
-                             "jax.vmap(..., out_axes=cfrjax.batch_axes(game)) or pass batched_fields")
+            raise ValueError("games has no batched float leaf (none has a leading batch axis); build a batched game "
+                             "with jax.vmap(..., out_axes=cfrjax.batch_axes(game)) or pass batched_fields")
         return fields
     fields = tuple(batched_fields)
-    bad = [f for f in fields if f not in _FLOAT_FIELDS]
+    allowed = tuple(retargetable(games))
+    bad = [f for f in fields if f not in allowed]
     if bad:
-        raise ValueError(f"batched_fields {bad} are not float leaves of CompiledGame; choose from {_FLOAT_FIELDS} "
-                         "(index arrays are the shared tree and cannot be batched)")
+        raise ValueError(f"batched_fields {bad} are not float leaves of {type(games).__name__} that can differ per "
+                         f"game; choose from its re-targetable leaves {allowed} (index arrays are the shared tree "
+                         "and cannot be batched)")
     return fields
 
 
-def batch_specs(game: CompiledGame, batched, shared, batched_fields=None) -> CompiledGame:
+def batch_specs(game, batched, shared, batched_fields=None):
     """`game` with each leaf replaced by `batched` (fields in `batched_fields`; `None`:
     `batched_fields_of(game)`) or `shared` (all others): an in_axes / PartitionSpec /
-    sharding tree for a batched game."""
+    sharding tree for a batched game. The one place batch axes are built."""
     fields = fields_or_inferred(batched_fields, game)
-    return dataclasses.replace(game, **{k: (batched if k in fields else shared) for k in _GAME_FIELDS})
+    names = [f.name for f in dataclasses.fields(game) if not f.metadata.get("static")]
+    return dataclasses.replace(game, **{k: (batched if k in fields else shared) for k in names})
 
 
-def init_batch(game: CompiledGame, batch: int, *args, **kwargs) -> SolverState:
+def batch_axes(game, axis: int | None = 0):
+    """A `vmap` axes spec for a batch of re-targeted games: every re-targetable leaf mapped
+    over `axis`, the shared tree not mapped.
+
+    E.g. `games = jax.vmap(set_root_ranges, (None, 0, 0), batch_axes(game))(game, r0, r1)`
+    then `cfrjax.solve_batch(games, states, 100)`.
+    """
+    return batch_specs(game, axis, None, tuple(retargetable(game)))
+
+
+def init_batch(game, batch: int, *args, **kwargs) -> SolverState:
     """`batch` fresh states stacked on a leading axis (arguments as `cfrjax.init`)."""
     s = init(game, *args, **kwargs)
     return jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), s)
 
 
-def check_batch(games: CompiledGame, states: SolverState, batched_fields, multiple_of: int = 1) -> int:
+def check_batch(games, states: SolverState, batched_fields, multiple_of: int = 1) -> int:
     """The common leading batch size `B` of the batched game fields and every state leaf.
 
     Raises:
@@ -88,10 +111,11 @@ def check_batch(games: CompiledGame, states: SolverState, batched_fields, multip
     if any(v is None for v in sizes.values()) or len(set(sizes.values())) != 1:
         raise ValueError(f"inconsistent batch axis (leading sizes {sizes}); batched game fields and every state "
                          "leaf need the same leading batch size B (use init_batch / jax.vmap(cfrjax.init))")
+    dims = retargetable(games)
     for f in batched_fields:
         x = getattr(games, f)
-        if x.ndim != 2:
-            raise ValueError(f"game.{f} has shape {x.shape}, expected [B, n] (a batched game: leading batch "
+        if x.ndim != dims[f] + 1:
+            raise ValueError(f"game.{f} has shape {x.shape}, expected a leading batch axis B (a batched game: leading batch "
                              f"axis on {tuple(batched_fields)}); build one with jax.vmap(..., out_axes="
                              "cfrjax.batch_axes(game)) or broadcast the leaf")
     b = next(iter(sizes.values()))
@@ -101,14 +125,13 @@ def check_batch(games: CompiledGame, states: SolverState, batched_fields, multip
     return b
 
 
-def scan_batch_last(games: CompiledGame, states: SolverState, iterations: int, batched_fields) -> SolverState:
+def scan_batch_last(games, states: SolverState, iterations: int, batched_fields) -> SolverState:
     """`iterations` steps of a batch (leading `B` in and out), run batch-last. Traceable."""
     if iterations == 0:
         return states
     last = lambda x: jnp.moveaxis(x, 0, -1)  # noqa: E731
     games = dataclasses.replace(games, **{f: last(getattr(games, f)) for f in batched_fields})
-    states = jax.tree.map(last, states)
-    states, _ = jax.lax.scan(lambda s, _: (step(games, s), None), states, None, length=iterations)
+    states = run_steps(games, jax.tree.map(last, states), iterations)
     return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), states)
 
 
@@ -117,13 +140,13 @@ def _solve_batch(games, states, iterations, batched_fields):
     return scan_batch_last(games, states, iterations, batched_fields)
 
 
-def solve_batch(games: CompiledGame, states: SolverState, iterations: int, batched_fields=None, *,
+def solve_batch(games, states: SolverState, iterations: int, batched_fields=None, *,
                 check_memory: bool = True) -> SolverState:
     """Run `iterations` CFR iterations on every subgame of a batch, on one device.
 
     Args:
-      games: a batched `CompiledGame`: leaves named in `batched_fields` are `[B, n]`,
-        all others (the index arrays and the other float leaves) shared by the batch.
+      games: a batched game of any form: leaves named in `batched_fields` carry a leading
+        `B`, all others (the index arrays and the other float leaves) are shared.
       states: a batch of `SolverState`s (leading `B` on every leaf, one config), e.g.
         `init_batch(game, B, rule="cfr+")`.
       iterations: iterations per subgame (a Python int; one executable per value).

@@ -33,14 +33,14 @@ import dataclasses
 import hashlib
 import json
 import os
-import tempfile
 import zipfile
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.game import _FLOAT_FIELDS, CompiledGame, fingerprint
+from cfrjax.atomic import atomic_write
+from cfrjax.game import fingerprint
 from cfrjax.rules import Config
 from cfrjax.state import SolverState
 
@@ -83,11 +83,17 @@ def _describe(config: Config) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in d.items() if v is not None)
 
 
-def game_data_digest(game: CompiledGame) -> str:
-    """Digest of the game's float leaves (payoffs, chance probabilities and what derives
-    from them), rounded to float32 so that the same game loaded with or without
-    `jax_enable_x64` has the same digest."""
-    return fingerprint({k: np.asarray(jax.device_get(getattr(game, k)), np.float32) for k in _FLOAT_FIELDS})
+def game_data_digest(game) -> str:
+    """Digest of the game's re-targetable leaves (`RETARGETABLE`: payoffs, chance
+    probabilities, ranges and what derives from them), rounded to float32 so that the same
+    game loaded with or without `jax_enable_x64` has the same digest."""
+    return fingerprint({k: np.asarray(jax.device_get(getattr(game, k)), np.float32) for k in type(game).RETARGETABLE})
+
+
+def _fits(game, shape) -> bool:
+    """Whether a state leaf of `shape` holds slot arrays of `game` (a batch may lead)."""
+    want = tuple(game.slot_shape)
+    return tuple(shape[len(shape) - len(want):]) == want if len(shape) >= len(want) else False
 
 
 def _array_digest(arrays: dict) -> str:
@@ -99,7 +105,7 @@ def _array_digest(arrays: dict) -> str:
     return h.hexdigest()
 
 
-def save_checkpoint(path: str | os.PathLike, game: CompiledGame, state: SolverState, *,
+def save_checkpoint(path: str | os.PathLike, game, state: SolverState, *,
                     extra: dict | None = None) -> None:
     """Write `state` (for `game`) to `path` atomically.
 
@@ -120,9 +126,9 @@ def save_checkpoint(path: str | os.PathLike, game: CompiledGame, state: SolverSt
     if game.labels is None:
         raise ValueError("game has no labels (fingerprint); compile it with cfrjax.load_game / compile_game")
     arrays = {k: np.asarray(jax.device_get(getattr(state, k))) for k in _LEAVES}
-    if arrays["regret"].shape[-1:] != (game.num_slots,):
-        raise ValueError(f"state has {arrays['regret'].shape[-1:]} slots, the game {game.name!r} has "
-                         f"{game.num_slots}: the state is not for this game")
+    if not _fits(game, arrays["regret"].shape):
+        raise ValueError(f"state has slot arrays of shape {arrays['regret'].shape}, the game {game.name!r} has "
+                         f"{list(game.slot_shape)}: the state is not for this game")
     meta = dict(format=FORMAT, game=game.name, fingerprint=game.labels.fingerprint,
                 game_data=game_data_digest(game), config=_config_dict(state.config),
                 iteration=int(np.max(arrays["iteration"])) if arrays["iteration"].size else 0,
@@ -132,29 +138,7 @@ def save_checkpoint(path: str | os.PathLike, game: CompiledGame, state: SolverSt
         meta_bytes = json.dumps(meta, allow_nan=True).encode()
     except (TypeError, ValueError) as e:
         raise ValueError(f"extra is not JSON-able: {e}") from None
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, meta=np.frombuffer(meta_bytes, np.uint8), **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable (best effort: not every platform can open a directory)
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    atomic_write(path, lambda f: np.savez(f, meta=np.frombuffer(meta_bytes, np.uint8), **arrays))
 
 
 def _read(path: str) -> tuple[dict, dict]:
@@ -197,7 +181,7 @@ def checkpoint_info(path: str | os.PathLike) -> dict:
     return info
 
 
-def load_checkpoint(path: str | os.PathLike, game: CompiledGame, *,
+def load_checkpoint(path: str | os.PathLike, game, *,
                     config: Config | SolverState | None = None) -> SolverState:
     """Read a checkpoint written by `save_checkpoint` for `game`.
 
@@ -242,9 +226,9 @@ def load_checkpoint(path: str | os.PathLike, game: CompiledGame, *,
     if saved.dtype == "float64" and not jax.config.jax_enable_x64:
         raise CheckpointError(f"checkpoint {path} holds a float64 state; enable 64-bit JAX "
                               "(jax.config.update('jax_enable_x64', True), or --dtype float64) to load it")
-    if arrays["regret"].shape[-1:] != (game.num_slots,):
+    if not _fits(game, arrays["regret"].shape):
         raise CheckpointError(f"checkpoint {path}: state has shape {arrays['regret'].shape}, the game has "
-                              f"{game.num_slots} slots")
+                              f"slot arrays of shape {list(game.slot_shape)}")
     leaves = {k: jnp.asarray(arrays[k], arrays[k].dtype) for k in _LEAVES}
     for k in _LEAVES:  # a silent dtype change (e.g. int64 -> int32) would break bit-exact resumption
         if leaves[k].dtype != arrays[k].dtype:

@@ -28,19 +28,32 @@ import time
 _CHUNK_DELAY_ENV = "CFRJAX_TEST_CHUNK_DELAY_S"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the project's one-line errors (`cfrjax: error: ...`, exit code 2)."""
+
+    def error(self, message):
+        sub = self.prog.partition(" ")[2]
+        hint = f"cfrjax {sub} --help" if sub else "cfrjax --help"
+        self.exit(2, f"cfrjax: error: {' '.join(message.split())} ({hint} for usage)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     from cfrjax.rules import AVERAGING, DTYPES, ORDERS, RULES
 
-    p = argparse.ArgumentParser(prog="cfrjax", description="Solve two-player zero-sum games with CFR in JAX.")
+    p = _Parser(prog="cfrjax", description="Solve two-player zero-sum games with CFR in JAX.")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("solve", help="solve a game and report exploitability")
-    s.add_argument("game", help="OpenSpiel game string, a saved .npz game, or a poker .toml spec")
+    s.add_argument("game", help="OpenSpiel game string, a saved .npz game, a poker .toml spec, or the name of a "
+                                "shipped spec (cfrjax games lists them)")
     s.add_argument("--iterations", type=int, default=1000,
                    help="total iterations (a resumed run continues up to this number)")
     s.add_argument("--rule", choices=RULES, default="cfr+")
     s.add_argument("--order", choices=ORDERS, default="simultaneous")
     s.add_argument("--averaging", choices=AVERAGING, default="linear")
     s.add_argument("--dtype", choices=DTYPES, default="float32")
+    s.add_argument("--form", choices=("public", "tabular"), default=None,
+                   help="compiled form: poker specs default to public (vectors over hands), tabular is the "
+                        "per-deal tree; other games have only the tabular form")
     s.add_argument("--chance", choices=("folded", "explicit"), default="folded")
     s.add_argument("--eval-every", type=int, default=None,
                    help="evaluate exploitability every K iterations (default: 10 evaluations)")
@@ -74,25 +87,6 @@ def _parser() -> argparse.ArgumentParser:
 # solve
 
 
-def _stop_points(start: int, total: int, every: int, ckpt_every: int | None) -> list[int]:
-    """Iteration counts after which the loop returns to the host, in (start, total].
-
-    Without checkpoints: multiples of `every`, and `total`. With them, multiples of
-    `gcd(every, ckpt_every)` (one chunk size, one compilation) unless that makes more than
-    1,000 chunks, then the union of both multiples. Points are absolute, so a resumed run
-    stops at the same points as an uninterrupted one.
-    """
-    if ckpt_every:
-        unit = math.gcd(every, ckpt_every)
-        steps = [unit] if (total - start) // unit <= 1000 else [every, ckpt_every]
-    else:
-        steps = [every]
-    points = {total}
-    for k in steps:
-        points.update(range((start // k + 1) * k, total, k))
-    return sorted(p for p in points if start < p <= total)
-
-
 class _Stop:
     """Records SIGTERM / SIGINT so the loop can stop after the current chunk."""
 
@@ -111,6 +105,36 @@ class _Stop:
     def __exit__(self, *exc):
         for sig, old in self._old.items():
             signal.signal(sig, old)
+
+
+class _Status:
+    """A one-line status with the elapsed seconds while a long step runs (building a game,
+    compiling), on stderr when it is a terminal (erased when the step ends); nothing
+    otherwise, so piped output and one-line errors stay clean."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self._done = None
+
+    def __enter__(self):
+        if sys.stderr.isatty():
+            import threading
+
+            self._done = threading.Event()
+            t0 = time.perf_counter()
+
+            def show():
+                while not self._done.wait(0.25):
+                    sys.stderr.write(f"\r\033[Kcfrjax: {self.text} {time.perf_counter() - t0:.0f} s")
+                    sys.stderr.flush()
+            threading.Thread(target=show, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._done is not None:
+            self._done.set()
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 class _Interrupted(Exception):
@@ -153,12 +177,16 @@ def write_plot(history: list, path: str, title: str) -> None:
     fig.savefig(path, format="png")
 
 
-def _load_game_quietly(source: str, chance: str):
+def _load_game_quietly(source: str, chance: str, form: str | None = None):
     """`cfrjax.load_game`, with an unknown name caught before OpenSpiel, and OpenSpiel's own
     C++ message on stderr held back when loading fails (the exception carries it), so an
     error stays one line."""
     import cfrjax
 
+    from cfrjax.load import spec_path
+
+    if not os.path.exists(source) and spec_path(source):
+        source = spec_path(source)
     if not os.path.exists(source):
         if source.endswith((".toml", ".npz")) or os.sep in source:
             raise FileNotFoundError(f"no such file: {source}")
@@ -173,7 +201,7 @@ def _load_game_quietly(source: str, chance: str):
     with tempfile.TemporaryFile(mode="w+b") as held:
         os.dup2(held.fileno(), 2)
         try:
-            game = cfrjax.load_game(source, chance=chance)
+            game = cfrjax.load_game(source, chance=chance, form=form)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -190,9 +218,6 @@ def _solve(args) -> dict:
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)  # an application may flip it; the library never does
     import cfrjax
-    from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
-    from cfrjax.rules import Config
-    from cfrjax.solve import _solve as solve_executable
     from tqdm import tqdm
 
     if args.iterations <= 0:
@@ -209,101 +234,84 @@ def _solve(args) -> dict:
     _check_plot_available(args.plot)
 
     t0 = time.perf_counter()
-    game = _load_game_quietly(args.game, args.chance)
+    with _Status(f"building {args.game} ..."):
+        game = _load_game_quietly(args.game, args.chance, args.form)
     build_s = time.perf_counter() - t0
     if args.save_game:
         cfrjax.save_game(game, args.save_game)
     state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
-    every = args.eval_every or max(1, args.iterations // 10)
-    ckpt_every = args.checkpoint_every or (every if args.checkpoint else None)
-
-    history: list = []  # [iteration, cumulative solve seconds, exploitability, value]
-    seconds_before = 0.0
-    resumed_from = None
-    if args.checkpoint and os.path.exists(args.checkpoint):
-        state = load_checkpoint(args.checkpoint, game, config=Config(
-            rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype))
-        extra = checkpoint_info(args.checkpoint).get("extra") or {}
-        history = [list(r) for r in extra.get("history", [])]
-        seconds_before = float(extra.get("solve_s", 0.0))
-        resumed_from = int(state.iteration)
-        print(f"cfrjax: resuming {game.name} from {args.checkpoint} at iteration {resumed_from}", file=sys.stderr)
-    plan = cfrjax.memory.memory_plan(game, state)
     if args.memory_plan:
-        print(plan.table(), file=sys.stderr)
-    fit = cfrjax.memory.guard(game, state)  # MemoryPlanError before compiling, not an allocator crash
-    free = "" if fit["free"] is None else f" of {cfrjax.memory.format_bytes(fit['free'])} free"
+        print(cfrjax.memory.memory_plan(game, state).table(), file=sys.stderr)
+    run = cfrjax.solve_chunks(game, state, args.iterations, eval_every=args.eval_every,
+                              checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+                              extra=dict(game=args.game))
+    if run.resumed_from is not None:
+        print(f"cfrjax: resuming {game.name} from {args.checkpoint} at iteration {run.resumed_from}", file=sys.stderr)
+    plan, free = run.memory["plan"], run.memory["free"]
+    nodes = game.sizes().get("nodes") or 1
+    free = "" if free is None else f" of {cfrjax.memory.format_bytes(free)} free"
     print(f"cfrjax: memory plan {cfrjax.memory.format_bytes(plan.total_bytes)} "
-          f"({plan.total_bytes / game.num_nodes:.0f} B/node){free} on {jax.devices()[0].device_kind}", file=sys.stderr)
-    start = int(state.iteration)
-    points = _stop_points(start, args.iterations, every, ckpt_every)
-    sizes = sorted({b - a for a, b in zip([start] + points[:-1], points)})
-
-    t0 = time.perf_counter()
-    for size in sizes:
-        solve_executable.lower(game, state, size, None).compile()
-    evaluate = jax.jit(lambda g, s: (cfrjax.exploitability(g, cfrjax.average_policy(g, s)),
-                                     cfrjax.expected_value(g, cfrjax.average_policy(g, s))))
-    evaluate.lower(game, state).compile()
-    compile_s = time.perf_counter() - t0
-
-    def save():
-        save_checkpoint(args.checkpoint, game, state,
-                        extra=dict(history=history, solve_s=seconds_before + solve_s, game=args.game))
+          f"({plan.total_bytes / nodes:.0f} B/node){free} on {jax.devices()[0].device_kind}", file=sys.stderr)
+    with _Status("compiling ..."):
+        compile_s = run.compile()
+    start = run.start
 
     delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
-    solve_s = 0.0
-    expl = value = float("nan")
-    if history:
-        expl, value = history[-1][2], history[-1][3]
     bar = tqdm(total=args.iterations, initial=min(start, args.iterations), unit="it", file=sys.stderr,
                disable=None, dynamic_ncols=True)
-    with _Stop() if args.checkpoint else _NoStop() as stop:
-        done = start
-        for point in points:
+    solve_before = run.solve_s
+    try:
+        with _Stop() if args.checkpoint else _NoStop() as stop:
+            done = start
+            for chunk in run:
+                bar.update(chunk.iteration - done)
+                done = chunk.iteration
+                if chunk.exploitability is not None:
+                    bar.set_postfix(expl=f"{chunk.exploitability:.3e}",
+                                    it_s=f"{(done - start) / max(run.solve_s - solve_before, 1e-9):,.0f}")
+                if delay:
+                    time.sleep(delay)
+                if stop.signum is not None:
+                    break
+            bar.close()
             if stop.signum is not None:
-                break
-            t0 = time.perf_counter()
-            state = jax.block_until_ready(cfrjax.solve(game, state, point - done))
-            solve_s += time.perf_counter() - t0
-            bar.update(point - done)
-            done = point
-            if point % every == 0 or point == args.iterations:
-                e, v = evaluate(game, state)
-                expl, value = float(e), float(v)
-                history.append([point, seconds_before + solve_s, expl, value])
-                bar.set_postfix(expl=f"{expl:.3e}", it_s=f"{(done - start) / max(solve_s, 1e-9):,.0f}")
-            if args.checkpoint and (point % ckpt_every == 0 or point == args.iterations):
-                save()
-            if delay:
-                time.sleep(delay)
-        bar.close()
-        if stop.signum is not None:
-            save()
-            raise _Interrupted(stop.signum, int(state.iteration), args.checkpoint)
+                run.save()
+                raise _Interrupted(stop.signum, int(run.state.iteration), args.checkpoint)
+    except KeyboardInterrupt:  # Ctrl-C without a checkpoint (with one, SIGINT is caught by _Stop)
+        last = run.history[-1] if run.history else None
+        raise _CtrlC(int(run.state.iteration), None if last is None else (last[0], last[2])) from None
     if start >= args.iterations:
-        if not history:
-            e, v = evaluate(game, state)
-            expl, value = float(e), float(v)
-            history.append([start, seconds_before, expl, value])
+        if not run.history:
+            run.evaluate()
         print(f"cfrjax: {args.checkpoint} already holds {start} iterations (--iterations {args.iterations}); "
               "nothing to run", file=sys.stderr)
+    state = run.state
+    expl, value = run.history[-1][2], run.history[-1][3]
+    solve_s = run.solve_s - solve_before
 
-    meta = dict(game=game.name, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype,
-                chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value)
+    meta = dict(game=game.name, form=cfrjax.form_name(game), rule=args.rule, order=args.order,
+                averaging=args.averaging, dtype=args.dtype, chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value)
     if args.save_policy:
         cfrjax.save_policy(args.save_policy, game, cfrjax.average_policy(game, state), meta=meta)
     if args.plot:
-        write_plot(history, args.plot, f"{game.name}: {args.rule} {args.order} {args.averaging} {args.dtype}")
+        write_plot(run.history, args.plot, f"{game.name}: {args.rule} {args.order} {args.averaging} {args.dtype}")
     sizes = game.sizes()
-    run = int(state.iteration) - start
-    record = dict(meta, nodes=sizes["nodes"], infosets=sizes["infosets"], slots=sizes["slots"],
-                  depth=sizes["depth"], device=str(jax.devices()[0].device_kind), backend=jax.default_backend(),
-                  jax=jax.__version__, build_s=round(build_s, 4), compile_s=round(compile_s, 4),
-                  solve_s=round(solve_s, 4), ms_per_iter=1e3 * solve_s / max(1, run))
+    ran = int(state.iteration) - start
+    record = dict(meta, nodes=sizes.get("nodes"), infosets=sizes.get("infosets"), slots=sizes.get("slots"),
+                  depth=sizes.get("depth"), device=str(jax.devices()[0].device_kind),
+                  backend=jax.default_backend(), jax=jax.__version__, build_s=round(build_s, 4),
+                  compile_s=round(compile_s, 4), solve_s=round(solve_s, 4), ms_per_iter=1e3 * solve_s / max(1, ran))
     if args.checkpoint:
-        record["resumed_from"] = resumed_from
+        record["resumed_from"] = run.resumed_from
     return record
+
+
+class _CtrlC(Exception):
+    """Ctrl-C during a solve without a checkpoint: where it got to."""
+
+    def __init__(self, iteration: int, exploitability):
+        super().__init__(iteration)
+        self.iteration, self.exploitability = iteration, exploitability
 
 
 class _NoStop:
@@ -408,53 +416,61 @@ def _resolve_source(src, games_dir):
 
 
 def _sizes(src, compute_openspiel):
+    """`(nodes, infosets, form)` of a source in the form `cfrjax solve` compiles it to."""
     if src.endswith(".toml"):
-        from cfrjax.games.poker import load_poker_toml
-        s = load_poker_toml(src)
-        return s.num_nodes, s.num_infosets
+        from cfrjax.games.poker import load_poker_config
+        from cfrjax.games.poker.public import build_public
+        g = build_public(load_poker_config(src))
+        return g.num_nodes, g.num_infosets * g.num_hands, "public"
     if src.endswith(".npz"):
         import numpy as np
         with np.load(src) as z:
             meta = json.loads(z["meta"].tobytes().decode())
-        return meta["num_nodes"], meta["num_infosets"]
+        return meta["num_nodes"], meta["num_infosets"], "tabular"
     if src in KNOWN_SIZES:
-        return KNOWN_SIZES[src]
+        return (*KNOWN_SIZES[src], "tabular")
     if compute_openspiel:
         from cfrjax.games.openspiel import spec_from_openspiel
         s = spec_from_openspiel(src)
-        return s.num_nodes, s.num_infosets
-    return None, None
+        return s.num_nodes, s.num_infosets, "tabular"
+    return None, None, "tabular"
 
 
 def _games(args) -> None:
+    from cfrjax.load import shipped_specs
+
     d = _games_dir(args.dir)
     suite = os.path.join(d, "suite.toml") if d else None
     if suite and os.path.isfile(suite):
         entries = [(n, _resolve_source(src, d)) for n, _, src in _suite_entries(suite)]
     else:
         entries = list(BUILTIN_GAMES)
-    if d:
-        listed = {os.path.abspath(src) for _, src in entries if os.path.isfile(src)}
-        for f in sorted(os.listdir(d)):
-            path = os.path.join(d, f)
-            if f != "suite.toml" and f.endswith((".toml", ".npz")) and os.path.abspath(path) not in listed:
-                entries.append((os.path.splitext(f)[0], _short(path)))
+    listed = {os.path.realpath(src) for _, src in entries if os.path.isfile(src)}
+    extra = [(os.path.splitext(f)[0], _short(os.path.join(d, f))) for f in sorted(os.listdir(d))
+             if f != "suite.toml" and f.endswith((".toml", ".npz"))] if d else []
+    extra += [(name, _short(path)) for name, path in shipped_specs().items()]
+    for name, src in extra:
+        if os.path.realpath(src) not in listed:
+            entries.append((name, src))
+            listed.add(os.path.realpath(src))
     rows = []
     for name, src in entries:
         try:
-            nodes, infosets = _sizes(src, args.sizes)
+            nodes, infosets, form = _sizes(src, args.sizes)
         except Exception as e:  # noqa: BLE001 - a listing shows a bad entry instead of failing
-            nodes, infosets = None, None
+            nodes, infosets, form = None, None, "-"
             name = f"{name} ({type(e).__name__}: {' '.join(str(e).split())[:60]})"
-        rows.append((name, src, nodes, infosets))
+        rows.append((name, src, form, nodes, infosets))
     fmt = lambda x: "-" if x is None else f"{x:,}"  # noqa: E731
     w0 = max(len("game"), *(len(r[0]) for r in rows))
     w1 = max(len("source"), *(len(r[1]) for r in rows))
-    print(f"{'game':<{w0}}  {'source':<{w1}}  {'nodes':>9}  {'infosets':>8}")
-    for name, src, nodes, infosets in rows:
-        print(f"{name:<{w0}}  {src:<{w1}}  {fmt(nodes):>9}  {fmt(infosets):>8}")
-    unknown = any(r[2] is None for r in rows)
-    print("solve one with: cfrjax solve SOURCE; any OpenSpiel game string works too"
+    print(f"{'game':<{w0}}  {'source':<{w1}}  {'form':<7}  {'nodes':>9}  {'infosets':>9}")
+    for name, src, form, nodes, infosets in rows:
+        print(f"{name:<{w0}}  {src:<{w1}}  {form:<7}  {fmt(nodes):>9}  {fmt(infosets):>9}")
+    unknown = any(r[3] is None for r in rows)
+    print("solve one with: cfrjax solve NAME (a shipped spec) or SOURCE; any OpenSpiel game string works too; "
+          "poker specs compile to the public form (nodes: public nodes; infosets: decision nodes x hands), "
+          "--form tabular for the per-deal tree"
           + ("; sizes '-' are computed by --sizes (may take a while)" if unknown and not args.sizes else ""))
 
 
@@ -479,6 +495,15 @@ def main(argv=None) -> int:
         print(f"cfrjax: stopped by {name} at iteration {e.iteration}; checkpoint {e.path} is complete "
               "(run the same command to resume)", file=sys.stderr)
         return 128 + e.signum
+    except _CtrlC as e:
+        reached = "" if e.exploitability is None else \
+            f"; exploitability {e.exploitability[1]:.6e} at iteration {e.exploitability[0]}"
+        print(f"cfrjax: interrupted at iteration {e.iteration}{reached} (nothing saved: use --checkpoint PATH "
+              "to keep and resume a run)", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("cfrjax: interrupted before any iteration ran", file=sys.stderr)
+        return 130
     except (SpecError, ValueError, OSError, ImportError, MemoryPlanError) as e:
         msg = " ".join(str(e).split()) or type(e).__name__
         print(f"cfrjax: error: {msg}", file=sys.stderr)

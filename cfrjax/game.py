@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax.atomic import atomic_write
 from cfrjax.layout import pull_layout
 
 
@@ -160,6 +161,21 @@ class CompiledGame:
             raise ValueError(f"unknown reduction {self.reduction!r}; allowed: {', '.join(map(repr, REDUCTIONS))}")
     labels: GameLabels | None = dataclasses.field(metadata=dict(static=True), default=None)
 
+    #: Re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one game's leaf.
+    RETARGETABLE = {k: 1 for k in _FLOAT_FIELDS}
+
+    @property
+    def slot_shape(self) -> tuple:
+        """Shape of slot arrays (regrets, averages, policies): `(S,)`."""
+        return (self.num_slots,)
+
+    def infoset_index(self, key):
+        """The `slice` of an information set's slots in `[S]` arrays; `KeyError` if unknown."""
+        try:
+            return self.infoset_slots()[key]
+        except KeyError:
+            raise KeyError(f"{self.name}: no information set {key!r}") from None
+
     @property
     def depth(self) -> int:
         """Number of depth blocks D (levels that have children)."""
@@ -242,11 +258,8 @@ def save_game(game: CompiledGame, path: str | os.PathLike) -> None:
     arrays = {k: np.asarray(getattr(game, k)) for k in _INDEX_FIELDS}
     arrays.update({k: np.asarray(getattr(game, k), np.float64) for k in _FLOAT_FIELDS})
     arrays["infoset_player"] = np.asarray(labels.infoset_player, np.int8)
-    path = os.fspath(path)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        np.savez_compressed(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8), **arrays)
-    os.replace(tmp, path)
+    atomic_write(path, lambda f: np.savez_compressed(f, meta=np.frombuffer(json.dumps(meta).encode(), np.uint8),
+                                                     **arrays))
 
 
 def read_game_file(path: str | os.PathLike) -> CompiledGame:

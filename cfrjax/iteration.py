@@ -1,11 +1,12 @@
-"""One CFR iteration as a pure function: `step(game, state) -> state`.
+"""One CFR iteration as a pure function: `step(game, state) -> state`, for every form.
 
-Simultaneous order (paper, Algorithm 1): regret matching on all slots, one forward reach
-pass for both lanes, one backward value pass, instantaneous regrets flat over all decision
-edges, then the rule's regret update and the average update.
+Simultaneous order (paper, Algorithm 1): regret matching on all slots, the form's passes
+(`regret_pass`, `cfrjax.forms`: for the tabular form one forward reach pass for both
+lanes, one backward value pass, instantaneous regrets flat over all decision edges), then
+the rule's regret update and the average update.
 
-Alternating order: the same body once per player, restricted to that player's slots and
-decision edges (contiguous halves), player 1's half seeing player 0's new regrets.
+Alternating order: the same body once per player, restricted to that player's slots
+(contiguous halves), player 1's half seeing player 0's new regrets.
 
 The average is a running weighted mean: for the schedule `S_t = a_t S_{t-1} + b_t y_t` of
 `cfrjax.rules` with `W_t = a_t W_{t-1} + b_t`, we keep `M_t = S_t / W_t`, which obeys
@@ -33,7 +34,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from cfrjax import passes, rules
-from cfrjax.game import CompiledGame
+from cfrjax.forms import form_of
 from cfrjax.state import SolverState
 
 
@@ -43,9 +44,10 @@ def running_mean_update(mean, y, b_t, w_t):
     return mean + coef * (y - mean)
 
 
-def _half(game: CompiledGame, state: SolverState, regret, avg, pred, b_t, w_new, player, t):
+def _half(game, state: SolverState, regret, avg, pred, b_t, w_new, player, t):
     """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, prediction)."""
     cfg = state.config
+    form = form_of(game)
     seen = regret
     if player == 1 and cfg.rule in rules.PREDICTIVE:
         # Player 0 already finished iteration t: it plays with its pending discount (for
@@ -54,34 +56,26 @@ def _half(game: CompiledGame, state: SolverState, regret, avg, pred, b_t, w_new,
     sigma = passes.regret_matching(game, rules.strategy_regret(cfg, seen, pred))
     sigma = jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)  # node locking
     sigma_ext = passes.extend(sigma)
-    reach = passes.reach(game, sigma_ext)
-    vals = passes.values(game, sigma_ext)
-    reach_flat = reach.reshape((-1,) + reach.shape[2:])
-    if player is None:
-        lo, hi, slo, shi = 0, game.num_decision_edges, 0, game.num_slots
-    elif player == 0:
-        lo, hi, slo, shi = 0, game.dec_split, 0, game.slot_split
-    else:
-        lo, hi, slo, shi = game.dec_split, game.num_decision_edges, game.slot_split, game.num_slots
+    slo, shi = passes.slot_range(game, player)
     if cfg.rule in rules.PREDICTIVE:
-        inst = passes.accumulate_regret(game, jnp.zeros_like(regret[slo:shi]), reach_flat, vals, lo, hi, slo)
+        inst, y = form.regret_pass(game, sigma_ext, jnp.zeros_like(regret[slo:shi]), player)
         new_regret = rules.after_update(cfg, regret[slo:shi] + inst)
         pred = jnp.concatenate([pred[:slo], inst, pred[shi:]])
-    else:  # edges added one by one into the cumulative regret, as OpenSpiel rounds
-        new_regret = rules.after_update(
-            cfg, passes.accumulate_regret(game, regret[slo:shi], reach_flat, vals, lo, hi, slo))
-    y = reach_flat[game.slot_own_reach[slo:shi]] * sigma[slo:shi]
+    else:  # the form adds this iteration's regrets into the cumulative ones (OpenSpiel's rounding)
+        acc, y = form.regret_pass(game, sigma_ext, regret[slo:shi], player)
+        new_regret = rules.after_update(cfg, acc)
     new_avg = running_mean_update(avg[slo:shi], y, b_t, w_new)
     regret = jnp.concatenate([regret[:slo], new_regret, regret[shi:]])
     avg = jnp.concatenate([avg[:slo], new_avg, avg[shi:]])
     return regret, avg, pred
 
 
-def step(game: CompiledGame, state: SolverState) -> SolverState:
+def step(game, state: SolverState) -> SolverState:
     """One iteration of the configured rule and order. Pure; jit- and vmap-friendly.
 
     Args:
-      game: the compiled game (leaves: index arrays; static: sizes).
+      game: the compiled game, in any form (`cfrjax.forms`; leaves: index arrays; static:
+        sizes).
       state: the solver state; its `config` (static) selects rule, order and averaging.
 
     Returns:

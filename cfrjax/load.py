@@ -1,4 +1,8 @@
-"""`load_game`: one entry point from any game source to a `CompiledGame`."""
+"""`load_game`: one entry point from any game source to a compiled game, in either form.
+
+This is the front door above the game sources (it may import them; the solver core may
+not, see `tests/test_import_graph.py`).
+"""
 
 from __future__ import annotations
 
@@ -6,33 +10,91 @@ import os
 
 from cfrjax.compile import compile_game
 from cfrjax.game import CompiledGame, read_game_file
-from cfrjax.spec import GameSpec
+from cfrjax.games.poker.config import PokerSubgameSpec
+from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.subgame import build_spec
+from cfrjax.games.poker.toml import load_poker_config
+from cfrjax.public.game import PublicGame
+from cfrjax.spec import GameSpec, SpecError
+
+__all__ = ["FORMS", "load_game", "shipped_specs", "spec_path"]
+
+#: The compiled forms `load_game` can produce.
+FORMS = ("tabular", "public")
+_SPEC_DIRS = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs"),
+              os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "games"))
 
 
-def load_game(game, *, chance: str = "folded", **kwargs) -> CompiledGame:
+def shipped_specs() -> dict:
+    """Name -> path of every spec file shipped with cfrjax (`cfrjax/specs/` in an installed
+    package, `games/` in a source checkout): `.toml` poker subgame specs."""
+    out = {}
+    for d in _SPEC_DIRS:
+        if os.path.isdir(d):
+            for f in sorted(os.listdir(d)):
+                if f.endswith(".toml") and f != "suite.toml":
+                    out.setdefault(f[:-len(".toml")], os.path.join(d, f))
+    return out
+
+
+def spec_path(name: str) -> str | None:
+    """The path of the shipped spec called `name` (e.g. `"hunl_river"`), or `None`."""
+    return shipped_specs().get(name)
+
+
+def _check_form(form, allowed, what):
+    if form is not None and form not in FORMS:
+        raise ValueError(f"unknown form {form!r}; allowed: {', '.join(map(repr, FORMS))}")
+    if form is not None and form not in allowed:
+        raise SpecError(f"{what} can be compiled only in the {' or '.join(map(repr, allowed))} form, "
+                        f"not {form!r} (the public form is for poker subgame specs)")
+
+
+def _poker(cfg: PokerSubgameSpec, form, chance):
+    _check_form(form, FORMS, "a poker subgame")
+    if form == "tabular":
+        return compile_game(build_spec(cfg), chance)
+    return build_public(cfg)
+
+
+def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs):
     """Compile (or read) a game.
 
     Args:
-      game: a path to a file written by `cfrjax.save_game` (`.npz`), a path to a poker
-        subgame spec (`.toml`), a `GameSpec`, an OpenSpiel game string such as
-        `"leduc_poker"` or `"goofspiel(num_cards=4,imp_info=True)"`, a `pyspiel.Game`,
-        or an already compiled game (returned as is).
-      chance: `"folded"` or `"explicit"`, see `cfrjax.compile_game` (ignored for saved
-        files, which keep the mode they were compiled with).
-      **kwargs: passed to the source (e.g. `max_nodes` for OpenSpiel).
+      game: a path to a file written by `cfrjax.save_game` (`.npz`), a poker subgame spec
+        (a `.toml` path, the name of a shipped spec such as `"hunl_river"`, or a
+        `PokerSubgameSpec`), a `GameSpec`, an OpenSpiel game string such as
+        `"leduc_poker"` or `"goofspiel(num_cards=4,imp_info=True)"`, a `pyspiel.Game`, or
+        an already compiled game (returned as is).
+      form: `"public"` or `"tabular"` (`None`: the source's default). Poker subgame specs
+        compile to the public-tree form by default (vectors over hands; equal to the
+        tabular form entry by entry, tested) and to the tabular form on request (one tree
+        copy per deal, the paper's construction); every other source has only the tabular
+        form.
+      chance: `"folded"` or `"explicit"`, see `cfrjax.compile_game` (tabular form only;
+        ignored for saved files, which keep the mode they were compiled with).
+      **kwargs: passed to the source (e.g. `max_nodes` for OpenSpiel, `random_hands=10`
+        to override a poker spec's keys).
 
     Raises:
-      SpecError: the game is not a finite two-player zero-sum perfect-recall game.
+      SpecError: the game is not a finite two-player zero-sum perfect-recall game, or the
+        source has no such form.
     """
-    if isinstance(game, CompiledGame):
+    if isinstance(game, (CompiledGame, PublicGame)):
         return game
+    if isinstance(game, PokerSubgameSpec):
+        return _poker(game, form, chance)
     if isinstance(game, GameSpec):
+        _check_form(form, ("tabular",), f"game {game.name!r}")
         return compile_game(game, chance)
+    if isinstance(game, (str, os.PathLike)) and not os.path.isfile(game) and spec_path(os.fspath(game)):
+        game = spec_path(os.fspath(game))
     if isinstance(game, (str, os.PathLike)) and os.path.isfile(game):
         path = os.fspath(game)
         if path.endswith(".toml"):
-            from cfrjax.games.poker import load_poker_toml
-            return compile_game(load_poker_toml(path, **kwargs), chance)
+            return _poker(load_poker_config(path, **kwargs), form, chance)
+        _check_form(form, ("tabular",), f"the saved game {path}")
         return read_game_file(path)
-    from cfrjax.games.openspiel import spec_from_openspiel
+    from cfrjax.games.openspiel import spec_from_openspiel  # OpenSpiel is imported only when used
+    _check_form(form, ("tabular",), f"OpenSpiel game {game!r}")
     return compile_game(spec_from_openspiel(game, **kwargs), chance)

@@ -15,15 +15,27 @@ from typing import Mapping, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.game import CompiledGame
 from cfrjax.state import SolverState
 
 
-def lock(game: CompiledGame, state: SolverState, strategies: Mapping[str, Sequence[float]]) -> SolverState:
+def _index(game, key, verb):
+    """Where `key`'s entries sit in the slot arrays (`game.infoset_index`)."""
+    try:
+        return game.infoset_index(key)
+    except KeyError:
+        raise KeyError(f"{game.name}: no information set {key!r} to {verb}") from None
+
+
+def _num_actions(index) -> int:
+    sl = index[0] if isinstance(index, tuple) else index
+    return sl.stop - sl.start
+
+
+def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) -> SolverState:
     """Return `state` with the strategy at the given information sets fixed.
 
     Args:
-      game: the compiled game.
+      game: the compiled game (any form; keys as in `cfrjax.strategy_table`).
       state: the solver state (locks already present are kept unless overridden).
       strategies: information-set key -> action probabilities, in the set's action order
         (`game.labels.action_names`).
@@ -32,17 +44,15 @@ def lock(game: CompiledGame, state: SolverState, strategies: Mapping[str, Sequen
       KeyError: an unknown information-set key.
       ValueError: a probability vector of the wrong length, negative, or not summing to 1.
     """
-    slots = game.infoset_slots()
     mask = np.asarray(state.locked).copy()
     values = np.asarray(state.locked_policy).copy()
     for key, probs in strategies.items():
-        if key not in slots:
-            raise KeyError(f"{game.name}: no information set {key!r} to lock")
-        sl = slots[key]
+        sl = _index(game, key, "lock")
+        n = _num_actions(sl)
         p = np.asarray(probs, np.float64)
-        if p.shape != (sl.stop - sl.start,):
+        if p.shape != (n,):
             raise ValueError(f"lock {key!r}: {p.shape[0] if p.ndim == 1 else p.shape} probabilities for "
-                             f"{sl.stop - sl.start} actions")
+                             f"{n} actions")
         if not np.all(np.isfinite(p)) or np.any(p < 0) or abs(p.sum() - 1.0) > 1e-9:
             raise ValueError(f"lock {key!r}: probabilities {p.tolist()} must be non-negative and sum to 1")
         mask[sl] = True
@@ -50,15 +60,12 @@ def lock(game: CompiledGame, state: SolverState, strategies: Mapping[str, Sequen
     return dataclasses.replace(state, locked=jnp.asarray(mask), locked_policy=jnp.asarray(values, state.regret.dtype))
 
 
-def unlock(game: CompiledGame, state: SolverState, keys: Sequence[str] | None = None) -> SolverState:
+def unlock(game, state: SolverState, keys: Sequence[str] | None = None) -> SolverState:
     """Release the locks at `keys` (all locks when `None`)."""
     mask = np.asarray(state.locked).copy()
     if keys is None:
         mask[:] = False
     else:
-        slots = game.infoset_slots()
         for key in keys:
-            if key not in slots:
-                raise KeyError(f"{game.name}: no information set {key!r} to unlock")
-            mask[slots[key]] = False
+            mask[_index(game, key, "unlock")] = False
     return dataclasses.replace(state, locked=jnp.asarray(mask))

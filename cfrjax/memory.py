@@ -36,6 +36,9 @@ import os
 import jax
 import numpy as np
 
+from cfrjax.forms import form_of
+from cfrjax.tabular import scratch_from_sizes
+
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
            "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes"]
 
@@ -145,17 +148,9 @@ class MemoryPlan:
 _XLA_NOTE = "est."
 
 
-def _scratch_rows(N, M, S, I, fdt, order) -> list:
-    rows = [Buffer("strategy + sentinel", "scratch", S + 1, fdt, True),
-            Buffer("information-set totals", "scratch", I, fdt, True),
-            Buffer("reach (two lanes)", "scratch", 2 * N, fdt, True),
-            Buffer("values", "scratch", N, fdt, True),
-            Buffer("child contributions", "scratch", N, fdt, True),
-            Buffer("edge regret terms", "scratch", M, fdt, True),
-            Buffer("average term", "scratch", S, fdt, True)]
-    if order == "alternating":
-        rows.append(Buffer("second half overlap", "scratch", N, fdt, True, "alternating"))
-    return rows
+def _scratch_rows(elements: dict, fdt) -> list:
+    notes = {"second half overlap": "alternating"}
+    return [Buffer(name, "scratch", int(n), fdt, True, notes.get(name, "")) for name, n in elements.items()]
 
 
 def _state_rows(S, sdt) -> list:
@@ -199,7 +194,7 @@ def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, 
     rows = [Buffer(k, "index", n, "int32", False) for k, n in index.items() if n]
     rows += [Buffer(k, "game", n, gdt, k in batched_fields) for k, n in floats.items()]
     rows += _state_rows(S, fdt)
-    rows += _scratch_rows(N, M, S, I, fdt, order)
+    rows += _scratch_rows(scratch_from_sizes(N, M, S, I, order), fdt)
     rows.append(Buffer("index slices", "xla", sum(index.values()), "int32", False, _XLA_NOTE))
     return MemoryPlan(tuple(rows), batch=int(batch),
                       sizes=dict(nodes=N, decision_edges=M, slots=S, infosets=I, order=order, dtype=fdt))
@@ -210,8 +205,9 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
     """The plan of solving `game` (from its actual leaves) on one device.
 
     Args:
-      game: a `CompiledGame`, or a batched one (2-D float leaves, see `cfrjax.shard`):
-        its batched leaves count per subgame, the rest once.
+      game: a compiled game of any form, or a batched one (re-targetable leaves with a
+        leading batch axis, see `cfrjax.batch`): its batched leaves count per subgame, the
+        rest once.
       state: optional `SolverState` (or batch of them): its dtype and order are used.
       batch: subgames in all; default: the game's batch size (1 if not batched).
       devices: the batch is split over this many devices (`ceil(batch / devices)` per
@@ -219,21 +215,21 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
       dtype, order: the solver's float dtype and order when no `state` is given
         (default: the game's float dtype, simultaneous).
     """
-    from cfrjax.game import _FLOAT_FIELDS, _INDEX_FIELDS
     leaves = {f.name: getattr(game, f.name) for f in dataclasses.fields(game) if not f.metadata.get("static")}
-    batched = {k for k in _FLOAT_FIELDS if k in leaves and np.ndim(leaves[k]) == 2}
+    dims = type(game).RETARGETABLE
+    batched = {k for k, nd in dims.items() if leaves.get(k) is not None and np.ndim(leaves[k]) == nd + 1}
     game_batch = int(np.shape(leaves[next(iter(batched))])[0]) if batched else 1
     if state is not None:
         cfg = state.config
         dtype, order = cfg.dtype, cfg.order
         if np.ndim(state.iteration) == 1 and batch is None:
             batch = int(np.shape(state.iteration)[0])
-    gdt = np.dtype(game.template.dtype).name
+    gdt = next(np.dtype(x.dtype).name for x in leaves.values()
+               if x is not None and np.issubdtype(np.dtype(x.dtype), np.floating))
     fdt = np.dtype(dtype or gdt).name
     order = order or "simultaneous"
     batch = game_batch if batch is None else int(batch)
     per_device = -(-batch // int(devices))
-    N, M, S, I = game.num_nodes, game.num_decision_edges, game.num_slots, game.num_infosets
     rows = []
     index_elems = 0
     for k, x in leaves.items():
@@ -241,13 +237,13 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
             continue
         n = int(np.prod(np.shape(x)[1:] if k in batched else np.shape(x)))
         dt = np.dtype(x.dtype).name
-        if k in _INDEX_FIELDS or np.issubdtype(np.dtype(x.dtype), np.integer):
+        if not np.issubdtype(np.dtype(x.dtype), np.floating):
             index_elems += n
             rows.append(Buffer(k, "index", n, dt, False))
         else:
             rows.append(Buffer(k, "game", n, dt, k in batched or not batched))
-    rows += _state_rows(S, fdt)
-    rows += _scratch_rows(N, M, S, I, fdt, order)
+    rows += _state_rows(int(np.prod(game.slot_shape)), fdt)
+    rows += _scratch_rows(form_of(game).scratch_elements(game, order), fdt)
     rows.append(Buffer("index slices", "xla", index_elems, "int32", False, _XLA_NOTE))
     order_of = {"index": 0, "game": 1, "state": 2, "scratch": 3, "xla": 4}
     rows.sort(key=lambda b: order_of[b.group])
@@ -316,7 +312,7 @@ def check_fits(plan: MemoryPlan, device=None, *, budget_bytes: int | None = None
     else:
         free, info = device_free_bytes(device)
     need = max(0, int(plan.total_bytes * (1.0 + margin)) - int(resident_bytes))
-    out = dict(need=need, resident=int(resident_bytes), estimate=plan.total_bytes, free=free, fits=True, source=info["source"],
+    out = dict(plan=plan, need=need, resident=int(resident_bytes), estimate=plan.total_bytes, free=free, fits=True, source=info["source"],
                max_batch=None if free is None else plan.max_batch(free, margin))
     if free is None or need <= free:
         return out
@@ -360,7 +356,7 @@ def compiled_memory(fn, *args, **kwargs) -> dict:
     """XLA's buffer assignment for `fn(*args, **kwargs)` (jitted if it is not already), in
     bytes (`Compiled.memory_analysis()`), without running it; `{}` where unsupported.
 
-    E.g. `compiled_memory(cfrjax.solve._solve, game, state, 100, None)` (module
+    E.g. `compiled_memory(cfrjax.driver._solve, game, state, 100, None)` (module
     `cfrjax.solve`), or for the sharded solve
     `compiled_memory(cfrjax.shard._solve_sharded, games, states, 100, mesh, fields)`.
     """

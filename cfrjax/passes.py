@@ -59,8 +59,24 @@ def lift(a, ndim: int):
     return a.reshape(a.shape + (1,) * (ndim - a.ndim))
 
 
+def slot_range(game, player) -> tuple[int, int]:
+    """`(lo, hi)`: the slots of `player` (0 or 1), or all slots for `None` (player 0's come first).
+    Any compiled form (`cfrjax.forms`)."""
+    if player is None:
+        return 0, game.num_slots
+    return (0, game.slot_split) if player == 0 else (game.slot_split, game.num_slots)
+
+
+def edge_range(game: CompiledGame, player) -> tuple[int, int]:
+    """`(lo, hi)`: the decision edges of `player` (0 or 1), or all for `None` (tabular form)."""
+    if player is None:
+        return 0, game.num_decision_edges
+    return (0, game.dec_split) if player == 0 else (game.dec_split, game.num_decision_edges)
+
+
 def by_platform(game: CompiledGame, pull, scatter):
-    """`pull()` or `scatter()` as `game.reduction` says; `"auto"`: scatter on CPU, pull elsewhere."""
+    """`pull()` or `scatter()` as `game.reduction` says; `"auto"`: scatter on CPU, pull elsewhere.
+    Any compiled form (`cfrjax.forms`)."""
     if game.reduction == "pull":
         return pull()
     if game.reduction == "scatter":
@@ -210,8 +226,8 @@ def accumulate_regret(game: CompiledGame, regret, reach_flat, vals, lo: int, hi:
 
 def counterfactual_action_values(game: CompiledGame, reach_flat, vals, player: int):
     """`cfv_i(I, a) = sum_{h in I} pi_{-i}(h) v_i(h.a)` for player `player`'s slots, in its units."""
-    lo, hi = (0, game.dec_split) if player == 0 else (game.dec_split, game.num_decision_edges)
-    slot_lo, slot_hi = (0, game.slot_split) if player == 0 else (game.slot_split, game.num_slots)
+    lo, hi = edge_range(game, player)
+    slot_lo, slot_hi = slot_range(game, player)
     q = _edge_values(game, reach_flat, vals, lo, hi, parent_value=False)
     start = game.slot_edge_start[slot_lo:slot_hi + 1] - lo
 

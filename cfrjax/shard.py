@@ -59,7 +59,6 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from cfrjax.batch import batch_specs, check_batch, fields_or_inferred, scan_batch_last
-from cfrjax.game import CompiledGame
 from cfrjax.memory import guard
 from cfrjax.state import SolverState
 
@@ -72,7 +71,7 @@ def batch_mesh(devices=None, axis: str = "batch") -> Mesh:
     return Mesh(np.asarray(devices), (axis,))
 
 
-def place(games: CompiledGame, states: SolverState, mesh: Mesh | None = None,
+def place(games, states: SolverState, mesh: Mesh | None = None,
           batched_fields=None, *, process_local: bool = False):
     """Put a batched game and states on `mesh`: batched leaves split along the mesh axis,
     shared leaves replicated. Returns `(games, states)` as global `jax.Array`s.
@@ -125,13 +124,13 @@ def _solve_sharded(games, states, iterations, mesh, batched_fields):
     return jax.shard_map(local, mesh=mesh, in_specs=(gspec, sspec), out_specs=sspec)(games, states)
 
 
-def solve_sharded(games: CompiledGame, states: SolverState, iterations: int, mesh: Mesh | None = None,
+def solve_sharded(games, states: SolverState, iterations: int, mesh: Mesh | None = None,
                   batched_fields=None, *, check_memory: bool = True) -> SolverState:
     """Run `iterations` CFR iterations on a batch of subgames split across devices.
 
     Args:
-      games: a batched `CompiledGame`: leaves named in `batched_fields` are `[B, ...]`,
-        all others (the index arrays and the other float leaves) shared by the batch.
+      games: a batched game of any form: leaves named in `batched_fields` carry a leading
+        `B`, all others (the index arrays and the other leaves) are shared by the batch.
       states: a batch of `SolverState`s (leading `B` on every leaf, one config).
       iterations: iterations per subgame (a Python int; one executable per value).
       mesh: a one-axis `jax.sharding.Mesh` (default `batch_mesh()`: all devices).

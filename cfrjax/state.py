@@ -13,13 +13,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from cfrjax.game import CompiledGame
 from cfrjax.rules import Config
 
 
 @dataclasses.dataclass(frozen=True)
 class SolverState:
     """Solver state.
+
+    Slot arrays have the game's `slot_shape`: `[S]` in the tabular form, `[S, H]` in the
+    public form (per hand); a batch adds a leading axis.
 
     Attributes:
       regret: `[S]` cumulative regrets.
@@ -60,13 +62,14 @@ def resolve_dtype(dtype) -> str:
     return name
 
 
-def init(game: CompiledGame, rule: str = "cfr+", order: str = "simultaneous",
+def init(game, rule: str = "cfr+", order: str = "simultaneous",
          averaging: str = "linear", dtype=None, *, alpha: float | None = None, beta: float | None = None,
          gamma: float | None = None) -> SolverState:
     """A fresh solver state: zero regrets, empty average, iteration 0.
 
     Args:
-      game: the compiled game.
+      game: the compiled game, in any form (state arrays take its `slot_shape`: `[S]`
+        tabular, `[S, H]` public).
       rule: one of `cfrjax.rules.RULES`: `"cfr"`, `"cfr+"`, `"lcfr"`, `"dcfr"`, `"pcfr+"`,
         `"pdcfr+"` (exact updates in `cfrjax.rules`).
       order: `"simultaneous"` or `"alternating"`.
@@ -81,7 +84,7 @@ def init(game: CompiledGame, rule: str = "cfr+", order: str = "simultaneous",
     config = Config(rule=rule, order=order, averaging=averaging, dtype=resolve_dtype(dtype),
                     alpha=alpha, beta=beta, gamma=gamma)
     dt = jnp.dtype(config.dtype)
-    zeros = jnp.zeros(game.num_slots, dt)
+    zeros = jnp.zeros(game.slot_shape, dt)
     return SolverState(regret=zeros, avg=zeros, avg_weight=jnp.zeros((), dt),
                        iteration=jnp.zeros((), jnp.int32), prediction=zeros,
-                       locked=jnp.zeros(game.num_slots, bool), locked_policy=zeros, config=config)
+                       locked=jnp.zeros(game.slot_shape, bool), locked_policy=zeros, config=config)

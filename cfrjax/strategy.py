@@ -4,8 +4,7 @@ A policy is an `[S]` slot vector (e.g. `cfrjax.average_policy(game, state)`); sl
 numbered information set by information set in `game.labels` order. Here it becomes
 
   * `strategy_table(game, policy)`: rows `{"infoset", "player", "action", "probability"}`
-    (poker subgames also get `"hand"` and `"history"`, from
-    `cfrjax.games.poker.strategy_table`);
+    (poker subgames also get `"hand"` and `"history"`: the parts of their keys);
   * a file, `save_policy(path, game, policy)`: `.json` keyed by the information sets'
     readable names (`{"infosets": {key: {"player": p, "actions": {name: prob}}}}`), or
     `.npz` (the slot vector plus the names). Probabilities are stored exactly (JSON
@@ -26,23 +25,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.game import CompiledGame
+from cfrjax.atomic import atomic_write
+from cfrjax.forms import form_name, form_of
+from cfrjax.policy import uniform_policy
 
 __all__ = ["load_policy", "policy_dict", "read_policy_file", "save_policy", "strategy_table"]
 
 FORMAT = "cfrjax.policy/1"
 
 
-def _labels(game: CompiledGame):
+def _labels(game):
     if game.labels is None:
         raise ValueError("game has no labels (information-set names); compile it with cfrjax.load_game")
     return game.labels
 
 
-def _as_vector(game: CompiledGame, policy) -> np.ndarray:
+def _as_vector(game, policy) -> np.ndarray:
     p = np.asarray(jax.device_get(policy))
-    if p.shape != (game.num_slots,):
-        raise ValueError(f"policy has shape {p.shape}, expected [{game.num_slots}] (one entry per slot of "
+    if p.shape != tuple(game.slot_shape):
+        raise ValueError(f"policy has shape {p.shape}, expected {list(game.slot_shape)} (one entry per slot of "
                          f"{game.name!r}; for a batch, pass one policy at a time)")
     return p
 
@@ -55,64 +56,78 @@ def _action_keys(names) -> list[str]:
     return [n if names.count(n) == 1 else f"{n}#{k}" for k, n in enumerate(names)]
 
 
-def _is_poker(game: CompiledGame) -> bool:
-    return isinstance(game.labels.source, dict) and "poker" in game.labels.source
-
-
-def strategy_table(game: CompiledGame, policy, *, min_probability: float = 0.0) -> list[dict]:
+def strategy_table(game, policy, *, min_probability: float = 0.0) -> list[dict]:
     """One row per (information set, action): `{"infoset", "player", "action", "probability"}`.
 
     Args:
-      game: the compiled game.
-      policy: `[S]` slot probabilities (`cfrjax.average_policy(game, state)`).
+      game: the compiled game (any form).
+      policy: slot probabilities shaped `game.slot_shape` (`cfrjax.average_policy(game, state)`).
       min_probability: leave out rows with a smaller probability (0 keeps every row).
 
-    For poker subgames (built by `cfrjax.games.poker`) the rows also hold `"hand"` and
-    `"history"` (the public betting sequence), as in `cfrjax.games.poker.strategy_table`.
-    Rows are in slot order.
+    Games whose source declares the parts of its keys (`GameSpec.source["key_fields"]`;
+    poker subgames: `P{player}|{hand}|{history}`) also get those parts as columns
+    (`"hand"`, `"history"`). Rows are in slot order.
     """
-    labels = _labels(game)
+    _labels(game)
     p = _as_vector(game, policy).astype(np.float64)
-    poker = None
-    if _is_poker(game):
-        from cfrjax.games.poker.strategy import strategy_table as poker_table
-        try:
-            poker = poker_table(game, p)
-        except ValueError:
-            poker = None
-    rows, off = [], 0
-    for i, (key, names) in enumerate(zip(labels.infoset_keys, labels.action_names)):
-        player = int(labels.infoset_player[i])
-        for a, name in enumerate(names):
-            prob = float(p[off + a])
-            if prob >= min_probability:
-                row = {"infoset": key, "player": player, "action": str(name), "probability": prob}
-                if poker is not None:
-                    row["hand"], row["history"] = poker[off + a]["hand"], poker[off + a]["history"]
-                rows.append(row)
-        off += len(names)
-    return rows
+    return form_of(game).strategy_rows(game, p, min_probability)
 
 
-def policy_dict(game: CompiledGame, policy) -> dict:
+def _entries(game):
+    """`(key, player, action names, index)` per information set, `index` selecting its
+    entries in slot arrays (`cfrjax.forms`: `infosets`)."""
+    return form_of(game).infosets(game)
+
+
+def policy_dict(game, policy) -> dict:
     """`{infoset key: {"player": p, "actions": {action name: probability}}}` in slot order."""
-    labels = _labels(game)
+    _labels(game)
     p = _as_vector(game, policy)
-    out, off = {}, 0
-    for i, (key, names) in enumerate(zip(labels.infoset_keys, labels.action_names)):
-        probs = [float(x) for x in p[off:off + len(names)]]
-        out[str(key)] = {"player": int(labels.infoset_player[i]), "actions": dict(zip(_action_keys(names), probs))}
+    return {str(key): {"player": player, "actions": dict(zip(_action_keys(names), (float(x) for x in p[index])))}
+            for key, player, names, index in _entries(game)}
+
+
+def _layout(game) -> dict:
+    """What a `.npz` policy file needs to name its entries without the game."""
+    labels = game.labels
+    if form_name(game) == "public":
+        return dict(form="public", node_codes=list(labels.node_codes), node_player=[int(x) for x in labels.node_player],
+                    action_names=[[str(n) for n in a] for a in labels.action_names],
+                    node_dealt=[[int(c) for c in d] for d in labels.node_dealt],
+                    hand_names=list(labels.hand_names), hand_cards=np.asarray(labels.hand_cards).tolist())
+    return dict(form="tabular", infoset_keys=[str(k) for k in labels.infoset_keys],
+                action_names=[[str(n) for n in a] for a in labels.action_names],
+                infoset_player=[int(x) for x in labels.infoset_player])
+
+
+def _file_entries(head: dict):
+    """`(key, player, action names, index)` of a `.npz` policy file's layout."""
+    if head.get("form", "tabular") == "public":
+        cards = [set(c) for c in head["hand_cards"]]
+        off = 0
+        for code, player, names, dealt in zip(head["node_codes"], head["node_player"], head["action_names"],
+                                              head["node_dealt"]):
+            sl = slice(off, off + len(names))
+            for h, hand in enumerate(head["hand_names"]):
+                if not (set(dealt) & cards[h]):
+                    yield f"P{player}|{hand}|{code}", player, names, (sl, h)
+            off += len(names)
+        return
+    off = 0
+    for key, names, player in zip(head["infoset_keys"], head["action_names"], head["infoset_player"]):
+        yield key, player, names, slice(off, off + len(names))
         off += len(names)
-    return out
 
 
-def save_policy(path: str | os.PathLike, game: CompiledGame, policy, *, meta: dict | None = None) -> None:
+def save_policy(path: str | os.PathLike, game, policy, *, meta: dict | None = None) -> None:
     """Write `policy` to `path`: `.json` (keyed by information-set names) or `.npz`.
 
     Args:
-      path: ends with `.json` or `.npz`.
-      game: the compiled game.
-      policy: `[S]` slot probabilities.
+      path: ends with `.json` or `.npz` (the compact choice for large spots: the slot
+        array and the names it needs, e.g. a public-form turn's 1.6M information sets
+        as one `[S, H]` array and the node codes and hands).
+      game: the compiled game (any form).
+      policy: slot probabilities shaped `game.slot_shape`.
       meta: optional JSON-able data stored with it (the CLI records iterations,
         exploitability, rule, ...).
     """
@@ -121,21 +136,24 @@ def save_policy(path: str | os.PathLike, game: CompiledGame, policy, *, meta: di
     path = os.fspath(path)
     head = dict(format=FORMAT, game=game.name, fingerprint=labels.fingerprint, dtype=p.dtype.name,
                 meta=meta or {})
-    tmp = path + ".tmp"
     if path.endswith(".json"):
         doc = dict(head, infosets=policy_dict(game, p))
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        atomic_write(path, lambda f: f.write(json.dumps(doc, indent=1) + "\n"), text=True)
     elif path.endswith(".npz"):
-        head.update(infoset_keys=[str(k) for k in labels.infoset_keys],
-                    action_names=[[str(n) for n in a] for a in labels.action_names],
-                    infoset_player=[int(x) for x in labels.infoset_player])
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, meta=np.frombuffer(json.dumps(head).encode(), np.uint8), policy=p)
+        head.update(_layout(game))
+        atomic_write(path, lambda f: np.savez_compressed(f, meta=np.frombuffer(json.dumps(head).encode(), np.uint8),
+                                                         policy=p))
     else:
         raise ValueError(f"policy file {path!r}: the name must end with .json or .npz")
-    os.replace(tmp, path)
+
+
+def _read_npz(path: str) -> tuple[dict, np.ndarray]:
+    with np.load(path, allow_pickle=False) as z:
+        head = json.loads(z["meta"].tobytes().decode())
+        p = z["policy"]
+    if head.get("format") != FORMAT:
+        raise ValueError(f"format {head.get('format')!r}")
+    return head, p
 
 
 def read_policy_file(path: str | os.PathLike) -> dict:
@@ -146,76 +164,82 @@ def read_policy_file(path: str | os.PathLike) -> dict:
         raise FileNotFoundError(f"policy file {path} does not exist")
     try:
         if path.endswith(".npz"):
-            with np.load(path, allow_pickle=False) as z:
-                head = json.loads(z["meta"].tobytes().decode())
-                p = z["policy"]
-            if head.get("format") != FORMAT:
-                raise ValueError(f"format {head.get('format')!r}")
-            infosets, off = {}, 0
-            for key, names, player in zip(head.pop("infoset_keys"), head.pop("action_names"),
-                                          head.pop("infoset_player")):
-                probs = [float(x) for x in p[off:off + len(names)]]
-                infosets[key] = {"player": player, "actions": dict(zip(_action_keys(names), probs))}
-                off += len(names)
-            if off != p.shape[0]:
-                raise ValueError(f"{p.shape[0]} probabilities for {off} actions")
-            head["infosets"] = infosets
+            head, p = _read_npz(path)
+            entries = list(_file_entries(head))
+            size = max((idx[0].stop if isinstance(idx, tuple) else idx.stop) for *_, idx in entries) if entries else 0
+            if size != p.shape[0]:
+                raise ValueError(f"{p.shape[0]} slots for {size} actions")
+            head["infosets"] = {key: {"player": player, "actions": dict(zip(_action_keys(names),
+                                                                            (float(x) for x in p[idx])))}
+                                for key, player, names, idx in entries}
             return head
         with open(path) as f:
             doc = json.load(f)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("infosets"), dict):
             raise ValueError(f"format {doc.get('format') if isinstance(doc, dict) else None!r}")
         return doc
-    except (OSError, ValueError, KeyError, TypeError, EOFError) as e:
+    except (OSError, ValueError, KeyError, TypeError, EOFError, IndexError) as e:
         raise ValueError(f"{path}: not a readable cfrjax policy file ({e}; expected {FORMAT!r} .json or .npz "
                          "written by save_policy / cfrjax solve --save-policy)") from None
 
 
-def load_policy(path: str | os.PathLike, game: CompiledGame, dtype=None):
+def load_policy(path: str | os.PathLike, game, dtype=None):
     """Read a policy written by `save_policy` (or `cfrjax solve --save-policy`) for `game`.
 
     Args:
       path: a `.json` or `.npz` policy file.
-      game: the compiled game; its information sets and actions are matched by name.
+      game: the compiled game (any form); its information sets and actions are matched
+        by name, so a policy saved from one form loads into the other (entries of hands
+        the other form does not have are not needed; every information set of `game`
+        must be in the file).
       dtype: the result's dtype; `None`: the dtype it was saved in (float64 only under
         `jax_enable_x64`, else JAX's default float).
 
     Returns:
-      `[S]` slot probabilities in `game`'s slot order: exactly the saved values.
+      Slot probabilities shaped `game.slot_shape`: exactly the saved values.
 
     Raises:
       ValueError: unreadable file, or its information sets / actions do not match `game`.
     """
     labels = _labels(game)
     path = os.fspath(path)
+    if path.endswith(".npz") and os.path.isfile(path):
+        try:
+            head, p = _read_npz(path)
+        except (OSError, ValueError, KeyError, EOFError):
+            head, p = None, None
+        if head is not None and head.get("fingerprint") == labels.fingerprint and p.shape == tuple(game.slot_shape) \
+                and {k: v for k, v in head.items() if k in _layout(game)} == _layout(game):
+            return jnp.asarray(p.astype(_dtype(dtype, head.get("dtype"))))   # the same layout: no name matching
     doc = read_policy_file(path)
-    saved = doc.get("dtype", "float32")
-    if dtype is None:
-        dtype = saved if saved in ("float32", "float64") else "float32"
-        if dtype == "float64" and not jax.config.jax_enable_x64:
-            dtype = "float32"
+    dtype = _dtype(dtype, doc.get("dtype", "float32"))
     table = doc["infosets"]
-    out = np.empty(game.num_slots, np.float64)
-    off, missing = 0, []
-    for key, names in zip(labels.infoset_keys, labels.action_names):
+    out = np.asarray(uniform_policy(game), np.float64).copy()
+    missing, seen = [], 0
+    for key, _, names, index in _entries(game):
         entry = table.get(str(key))
         if entry is None:
             missing.append(key)
-            off += len(names)
             continue
+        seen += 1
         actions = entry.get("actions", {}) if isinstance(entry, dict) else {}
         want = _action_keys(names)
         if set(actions) != set(want):
             raise ValueError(f"{path}: information set {key!r} has actions {sorted(actions)} in the file, "
                              f"{want} in {game.name!r}: the policy is for another game")
-        out[off:off + len(names)] = [actions[a] for a in want]
-        off += len(names)
+        out[index] = [actions[a] for a in want]
     if missing:
-        raise ValueError(f"{path}: {len(missing)} of {game.num_infosets} information sets of {game.name!r} are not "
-                         f"in the policy file (e.g. {missing[0]!r}); it was saved for {doc.get('game')!r}")
-    extra = len(table) - game.num_infosets
-    if extra > 0:
-        raise ValueError(f"{path}: the file has {extra} information sets that {game.name!r} does not have; "
-                         f"it was saved for {doc.get('game')!r}")
+        raise ValueError(f"{path}: {len(missing)} information sets of {game.name!r} are not in the policy file "
+                         f"(e.g. {missing[0]!r}); it was saved for {doc.get('game')!r}")
+    if form_name(game) == "tabular" and len(table) > seen:
+        raise ValueError(f"{path}: the file has {len(table) - seen} information sets that {game.name!r} does not "
+                         f"have; it was saved for {doc.get('game')!r}")
     # float64 holds every saved value exactly (JSON floats are float64; float32 values widen exactly).
     return jnp.asarray(out.astype(dtype), dtype)
+
+
+def _dtype(dtype, saved):
+    if dtype is not None:
+        return dtype
+    dtype = saved if saved in ("float32", "float64") else "float32"
+    return "float32" if dtype == "float64" and not jax.config.jax_enable_x64 else dtype

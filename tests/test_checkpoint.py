@@ -16,6 +16,7 @@ import pytest
 import cfrjax
 from cfrjax import cli
 from cfrjax.checkpoint import CheckpointError
+from cfrjax.driver import stop_points
 
 LEAVES = tuple(f.name for f in dataclasses.fields(cfrjax.SolverState) if not f.metadata.get("static"))
 
@@ -204,10 +205,10 @@ def test_known_sizes_are_right():
 
 
 def test_stop_points_are_absolute():
-    assert cli._stop_points(0, 10, 3, None) == [3, 6, 9, 10]
-    assert cli._stop_points(0, 3000, 300, 500)[:4] == [100, 200, 300, 400]  # gcd: one chunk size
-    assert cli._stop_points(700, 1000, 300, 500) == [800, 900, 1000]
-    assert cli._stop_points(0, 10_000, 997, 1000)[:3] == [997, 1000, 1994]  # gcd 1: union instead
+    assert stop_points(0, 10, 3, None) == [3, 6, 9, 10]
+    assert stop_points(0, 3000, 300, 500)[:4] == [100, 200, 300, 400]  # gcd: one chunk size
+    assert stop_points(700, 1000, 300, 500) == [800, 900, 1000]
+    assert stop_points(0, 10_000, 997, 1000)[:3] == [997, 1000, 1994]  # gcd 1: union instead
 
 
 # ----------------------------------------------------------------------------------------

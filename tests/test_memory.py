@@ -6,7 +6,7 @@ import pytest
 
 import cfrjax
 from cfrjax import batch, memory
-from cfrjax.solve import _solve
+from cfrjax.driver import _solve
 
 
 @pytest.fixture(scope="module")

@@ -58,6 +58,7 @@ from urllib.parse import quote, unquote
 
 import numpy as np
 
+from cfrjax.atomic import atomic_write
 from cfrjax.spec import CHANCE, PLAYER0, PLAYER1, PROB_TOL, TERMINAL, GameSpec, SpecError, zero_sum_payoffs
 
 FORMAT_TAG = "cfrjax_efg: 1,"
@@ -92,7 +93,7 @@ def write_efg(spec: GameSpec, path: str | os.PathLike, *, mislabel_infoset: int 
 
     Args:
       spec: the game.
-      path: output file (written to `path.tmp`, then renamed).
+      path: output file (written atomically, `cfrjax.atomic`).
       mislabel_infoset: for tests only: at the *first* member node of this information
         set, list the action labels in reverse order (children unchanged). This is the
         silent labelling bug of the paper's appendix E; `read_efg` rejects such a file
@@ -109,8 +110,8 @@ def write_efg(spec: GameSpec, path: str | os.PathLike, *, mislabel_infoset: int 
     mislabel_node = -1
     if mislabel_infoset is not None:
         mislabel_node = int(np.flatnonzero(spec.infoset == mislabel_infoset)[0])
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+
+    def write(f):
         f.write(f"# cfrjax export of {quote(spec.name, safe='')}\n")
         f.write("# Opt {\n")
         f.write("#     num_players: 2,\n")
@@ -151,7 +152,8 @@ def write_efg(spec: GameSpec, path: str | os.PathLike, *, mislabel_infoset: int 
         if spec.action_ids is not None:
             for i, ids in enumerate(spec.action_ids):
                 f.write(f"# cfrjax_action_ids {i} {','.join(str(x) for x in ids)}\n")
-    os.replace(tmp, path)
+
+    atomic_write(path, write, text=True)
 
 
 def _label_for(spec, labels, parent, action):

@@ -51,15 +51,56 @@ def load_openspiel_game(game):
     return game
 
 
+#: Playouts of `estimate_tree_size` before a walk, and the factor over `max_nodes` above
+#: which the estimate alone refuses the game (the estimator is unbiased but heavy-tailed).
+ESTIMATE_PLAYOUTS = 64
+ESTIMATE_MARGIN = 4.0
+
+
+def estimate_tree_size(game, *, playouts: int = ESTIMATE_PLAYOUTS, cap: float = float("inf"), seed: int = 0) -> float:
+    """Estimated number of histories of an OpenSpiel game, from random playouts.
+
+    Knuth's estimator (1975): along a root-to-leaf path chosen uniformly at random among
+    the children at every step, `1 + b1 + b1 b2 + ...` (b_k: the number of children at
+    depth k) is an unbiased estimate of the tree's node count; this averages `playouts`
+    of them. A playout stops early once its partial sum passes `cap * playouts` (the mean
+    is then above `cap` whatever the others give), so a game like chess is refused in
+    milliseconds instead of walked.
+    """
+    game = load_openspiel_game(game)
+    rng = np.random.default_rng(seed)
+    total, limit = 0.0, cap * playouts
+    for _ in range(playouts):
+        state, est, width = game.new_initial_state(), 1.0, 1.0
+        while not state.is_terminal() and est <= limit:
+            acts = [a for a, _ in state.chance_outcomes()] if state.is_chance_node() else state.legal_actions()
+            width *= len(acts)
+            est += width
+            state.apply_action(acts[int(rng.integers(len(acts)))])
+        total += est
+        if total > limit:
+            break
+    return total / playouts
+
+
 def spec_from_openspiel(game, *, max_nodes: int = DEFAULT_MAX_NODES) -> GameSpec:
     """Walk an OpenSpiel game (string or `pyspiel.Game`) into a validated `GameSpec`.
 
+    Before the walk, `estimate_tree_size` refuses a game whose estimated size is far
+    above `max_nodes` (within seconds, naming the estimate); the walk itself stops at
+    `max_nodes` histories.
+
     Raises:
-      SpecError: the game has more than two players, is general-sum, has more than
-        `max_nodes` histories, or violates a `GameSpec` rule (e.g. imperfect recall).
+      SpecError: the game has more than two players, is general-sum, has (or is
+        estimated to have) more than `max_nodes` histories, or violates a `GameSpec`
+        rule (e.g. imperfect recall).
     """
     game = load_openspiel_game(game)
     game_string = str(game)
+    estimate = estimate_tree_size(game, cap=ESTIMATE_MARGIN * max_nodes)
+    if estimate > ESTIMATE_MARGIN * max_nodes:
+        raise SpecError(f"{game_string}: about {estimate:.1e} histories or more (estimated from random playouts), "
+                        f"far more than max_nodes={max_nodes:,}: too large to solve as a table")
     parent, action, kind, infoset, prob = [], [], [], [], []
     term_nodes, term_returns = [], []
     keys: dict[str, int] = {}

@@ -1,4 +1,9 @@
-"""Native HUNL river/turn subgames: cards, hand evaluation, ranges, tree building.
+"""Native HUNL river/turn subgames: cards, hand evaluation, ranges, deals, tree building.
+
+Modules (data flows config -> builders; no cycles): `cards`, `evaluator`, `ranges`;
+`config` (`PokerSubgameSpec`); `deals` (deals, deal weights, `set_root_ranges`);
+`subgame` (tabular form: `build_spec`); `libratus` and `toml` (spec files -> config);
+`strategy` (table export).
 
 `build_spec(PokerSubgameSpec(...))` or `load_poker_toml("games/hunl_river.toml")`
 give a validated `GameSpec`; `load_libratus_endgame` reads the released Libratus
@@ -12,19 +17,21 @@ from cfrjax.games.poker.evaluator import CATEGORY_NAMES, evaluate, hand_category
 from cfrjax.games.poker.libratus import load_libratus_endgame, read_libratus_file
 from cfrjax.games.poker.ranges import (
     parse_range, random_ranges, range_from_hands, resolve_range, token_mask, top_n, weights_from_array)
-from cfrjax.games.poker.subgame import (
-    ALLIN, PokerSubgameSpec, build_spec, config_from_dict, count_paper_sizes, deal_probabilities,
-    deals_from_support, load_poker_config, load_poker_toml, root_deals, subgame_deals)
+from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec
+from cfrjax.games.poker.deals import (
+    deal_probabilities, deals_from_support, root_deals, set_root_ranges, subgame_deals)
+from cfrjax.games.poker.subgame import KEY_FIELDS, build_spec, count_paper_sizes
+from cfrjax.games.poker.toml import config_from_dict, load_poker_config, load_poker_toml
 from cfrjax.games.poker.strategy import (
     read_strategy_csv, read_strategy_json, strategy_table, write_strategy_csv, write_strategy_json)
 
 __all__ = [
-    "ALLIN", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
+    "ALLIN", "KEY_FIELDS", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
     "PokerSpecError", "PokerSubgameSpec", "board_str", "build_spec", "card_id", "card_str", "combo_index",
     "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "deal_probabilities",
     "deals_from_support", "evaluate",
     "hand_category", "load_libratus_endgame", "load_poker_config", "load_poker_toml", "parse_board", "parse_cards",
     "parse_combo", "parse_range", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
     "read_libratus_file", "read_strategy_csv", "read_strategy_json", "resolve_range", "root_deals",
-    "strategy_table", "subgame_deals", "write_strategy_csv", "write_strategy_json", "token_mask", "top_n", "weights_from_array",
+    "set_root_ranges", "strategy_table", "subgame_deals", "write_strategy_csv", "write_strategy_json", "token_mask", "top_n", "weights_from_array",
 ]

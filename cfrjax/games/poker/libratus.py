@@ -23,7 +23,7 @@ import numpy as np
 from cfrjax.games.poker.cards import NUM_COMBOS, PokerSpecError, board_str, parse_board
 from cfrjax.games.poker.ranges import top_n as _top_n
 from cfrjax.games.poker.ranges import weights_from_array
-from cfrjax.games.poker.subgame import ALLIN, PokerSubgameSpec
+from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec
 
 LIBRATUS_STACK = 20000.0
 LIBRATUS_BET_FRACTIONS = (0.5, 1.0, ALLIN)

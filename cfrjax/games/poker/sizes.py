@@ -27,7 +27,7 @@ DEFAULT_GAMES = ("hunl_river", "hunl_turn")
 def game_sizes(spec_or_config, *, compile: bool = True, chance: str = "folded") -> dict:
     """Counts and timings of one subgame (a `PokerSubgameSpec`, or a path to a `.toml`)."""
     from cfrjax.compile import compile_arrays
-    from cfrjax.games.poker.subgame import PokerSubgameSpec, build_spec, count_paper_sizes, load_poker_config
+    from cfrjax.games.poker import PokerSubgameSpec, build_spec, count_paper_sizes, load_poker_config
 
     cfg = spec_or_config if isinstance(spec_or_config, PokerSubgameSpec) else load_poker_config(spec_or_config)
     t0 = time.perf_counter()

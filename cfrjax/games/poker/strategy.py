@@ -14,6 +14,8 @@ import os
 
 import numpy as np
 
+from cfrjax.atomic import atomic_write
+
 FIELDS = ("player", "hand", "history", "action", "probability")
 
 
@@ -54,17 +56,17 @@ def write_strategy_json(rows: list[dict], path: str | os.PathLike, *, meta: dict
     doc = {"fields": list(FIELDS), "rows": [[r[f] for f in FIELDS] for r in rows]}
     if meta is not None:
         doc["meta"] = meta
-    with open(os.fspath(path), "w") as f:
-        json.dump(doc, f)
+    atomic_write(path, lambda f: json.dump(doc, f), text=True)
 
 
 def write_strategy_csv(rows: list[dict], path: str | os.PathLike) -> None:
     """Write rows (from `strategy_table`) as CSV with a header line (probabilities with full precision)."""
-    with open(os.fspath(path), "w", newline="") as f:
+    def write(f):
         w = csv.writer(f)
         w.writerow(FIELDS)
         for r in rows:
             w.writerow([r["player"], r["hand"], r["history"], r["action"], repr(r["probability"])])
+    atomic_write(path, write, text=True)
 
 
 def read_strategy_csv(path: str | os.PathLike) -> list[dict]:

@@ -58,157 +58,24 @@ River with fractions {0.5, 1}, no raises: 15 public nodes per deal, Infosets =
 from __future__ import annotations
 
 import dataclasses
-import math
-import os
 import time
-import tomllib
-from typing import Any, Mapping
 
 import numpy as np
 
 from cfrjax.games.poker.cards import (
     CARD_NAMES, COMBOS, NUM_COMBOS, PokerSpecError, board_str, combo_str, combos_conflict, parse_board)
 from cfrjax.games.poker.evaluator import evaluate
-from cfrjax.games.poker.ranges import random_ranges, resolve_range
+from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec
+from cfrjax.games.poker.deals import subgame_deals
 from cfrjax.spec import CHANCE, PLAYER0, PLAYER1, TERMINAL, GameSpec
 
-ALLIN = "allin"
+#: The parts of an information-set key `P{player}|{hand}|{history}` (`cfrjax.strategy_table` columns).
+KEY_FIELDS = ("player", "hand", "history")
 RIVER_CARDS = 44  # live river cards of a turn deal: 52 - 4 board - 4 hole cards
 
 
 def _fmt(x: float) -> str:
     return f"{float(x):.10g}"
-
-
-def _norm_size(f, what: str):
-    if isinstance(f, str):
-        if f.strip().lower().replace("-", "").replace("_", "") in ("allin", "shove"):
-            return ALLIN
-        raise PokerSpecError(f"{what}: unknown bet size {f!r}; use a positive pot fraction or 'allin'")
-    try:
-        x = float(f)
-    except (TypeError, ValueError):
-        raise PokerSpecError(f"{what}: bet size {f!r} is not a number") from None
-    if not math.isfinite(x) or x <= 0:
-        raise PokerSpecError(f"{what}: bet size {f!r} must be a finite pot fraction > 0 (or 'allin')")
-    return x
-
-
-def _norm_range(r):
-    """Hashable form of a range description (strings kept, arrays -> tuples)."""
-    if r is None or isinstance(r, str):
-        return r
-    if isinstance(r, Mapping):
-        return tuple((str(k), float(v)) for k, v in r.items())
-    if isinstance(r, np.ndarray):
-        return tuple(float(x) for x in r.ravel())
-    out = []
-    for x in r:
-        if isinstance(x, (str, int, float, np.number)):
-            out.append(x if isinstance(x, str) else float(x))
-        else:
-            out.append(tuple(x))
-    return tuple(out)
-
-
-@dataclasses.dataclass(frozen=True)
-class PokerSubgameSpec:
-    """Configuration of a HUNL river/turn subgame (see the module docstring).
-
-    Attributes:
-      board: 4 (turn) or 5 (river) cards, e.g. "Ks Js Th 7d 2c"; stored normalized.
-      pot: chips in the pot at the start of the subgame (both players put in half).
-      stack: each player's stack at the start of the hand (includes the half-pot).
-      bet_fractions: sizes of a first bet on a street, pot fractions or "allin".
-      raise_fractions: sizes of raises; `None` = same as `bet_fractions`.
-      raise_cap: raises allowed per street; 0 = none, `None` = unlimited.
-      range0, range1: range descriptions (`ranges.resolve_range`): a range string,
-        a hand->weight mapping, a list of hands, or 1,326 weights in combo order;
-        `None` = every live combo with weight 1 (unless `random_hands` is set).
-      random_hands: if set, each player gets this many random live combos
-        (`ranges.random_ranges`, drawn from `seed`); excludes range0/range1.
-      seed: seed of `random_hands`.
-      name: name of the built GameSpec.
-      source: extra JSON-able provenance copied into `GameSpec.source["poker"]`.
-    """
-
-    board: Any
-    pot: float = 20.0
-    stack: float = 100.0
-    bet_fractions: tuple = (0.5, 1.0)
-    raise_fractions: tuple | None = None
-    raise_cap: int | None = 0
-    range0: Any = None
-    range1: Any = None
-    random_hands: int | None = None
-    seed: int = 0
-    name: str = "poker_subgame"
-    source: Any = None
-
-    def __post_init__(self):
-        cards = parse_board(self.board)
-        if cards.size not in (4, 5):
-            raise PokerSpecError(f"board {self.board!r}: only turn (4 cards) and river (5 cards) subgames are supported")
-        object.__setattr__(self, "board", board_str(cards))
-        for field in ("pot", "stack"):
-            try:
-                v = float(getattr(self, field))
-            except (TypeError, ValueError):
-                raise PokerSpecError(f"{field} {getattr(self, field)!r} is not a number") from None
-            object.__setattr__(self, field, v)
-        if not math.isfinite(self.pot) or self.pot <= 0:
-            raise PokerSpecError(f"pot {self.pot} must be a finite number > 0")
-        if not math.isfinite(self.stack) or self.stack < 0:
-            raise PokerSpecError(f"stack {self.stack} must be a finite number >= 0 (negative stacks are not allowed)")
-        if self.stack < self.pot / 2:
-            raise PokerSpecError(f"stack {self.stack} is below the half-pot {self.pot / 2} each player already put in")
-        if isinstance(self.bet_fractions, (str, int, float)):
-            object.__setattr__(self, "bet_fractions", (self.bet_fractions,))
-        bets = tuple(_norm_size(f, "bet_fractions") for f in self.bet_fractions)
-        object.__setattr__(self, "bet_fractions", bets)
-        if self.raise_fractions is not None:
-            rf = self.raise_fractions
-            if isinstance(rf, (str, int, float)):
-                rf = (rf,)
-            object.__setattr__(self, "raise_fractions", tuple(_norm_size(f, "raise_fractions") for f in rf))
-        if self.raise_cap is not None:
-            if isinstance(self.raise_cap, bool) or int(self.raise_cap) != self.raise_cap or self.raise_cap < 0:
-                raise PokerSpecError(f"raise_cap {self.raise_cap!r} must be an integer >= 0 or None (unlimited)")
-            object.__setattr__(self, "raise_cap", int(self.raise_cap))
-        if self.random_hands is not None:
-            if self.range0 is not None or self.range1 is not None:
-                raise PokerSpecError("give either random_hands or explicit ranges (range0/range1), not both")
-            object.__setattr__(self, "random_hands", int(self.random_hands))
-        object.__setattr__(self, "range0", _norm_range(self.range0))
-        object.__setattr__(self, "range1", _norm_range(self.range1))
-        object.__setattr__(self, "seed", int(self.seed))
-        if self.source is not None and isinstance(self.source, Mapping):
-            object.__setattr__(self, "source", tuple(sorted(self.source.items())))
-        self.ranges()  # validate now: unknown hands, no live hands
-
-    @property
-    def board_cards(self) -> np.ndarray:
-        """`[4]` or `[5]` card ids of the board."""
-        return parse_board(self.board)
-
-    @property
-    def street(self) -> str:
-        """"turn" or "river"."""
-        return "river" if len(self.board.split()) == 5 else "turn"
-
-    @property
-    def raise_sizes(self) -> tuple:
-        return self.bet_fractions if self.raise_fractions is None else self.raise_fractions
-
-    def ranges(self) -> tuple[np.ndarray, np.ndarray]:
-        """Both players' `[1326]` weights after card removal against the board."""
-        b = self.board_cards
-        if self.random_hands is not None:
-            return random_ranges(self.random_hands, self.seed, b)
-        out = []
-        for p, r in enumerate((self.range0, self.range1)):
-            out.append(resolve_range("any" if r is None else r, b, player=p))
-        return out[0], out[1]
 
 
 # ----------------------------------------------------------------------------------------
@@ -393,59 +260,6 @@ def _bfs_levels(parent: np.ndarray) -> list[np.ndarray]:
 # Deals and showdowns.
 
 
-def deals_from_support(support0, support1) -> tuple[np.ndarray, np.ndarray]:
-    """Non-conflicting pairs of two hand lists, ordered by (hand0, hand1): `(hand0 [D], hand1 [D])`."""
-    h0 = np.unique(np.asarray(support0, np.int64))
-    h1 = np.unique(np.asarray(support1, np.int64))
-    i, j = np.nonzero(~combos_conflict(h0[:, None], h1[None, :]))
-    return h0[i], h1[j]
-
-
-def deal_probabilities(w0, w1, hand0, hand1) -> np.ndarray:
-    """`w0[hand0] * w1[hand1]`, normalized to sum to 1 (NumPy, float64)."""
-    w0 = np.asarray(w0, np.float64)
-    w1 = np.asarray(w1, np.float64)
-    p = w0[hand0] * w1[hand1]
-    total = p.sum()
-    if not total > 0 or not math.isfinite(total):
-        raise PokerSpecError(f"the deal weights sum to {total}")
-    return p / total
-
-
-def root_deals(game) -> tuple[np.ndarray, np.ndarray]:
-    """`(hand0 [D], hand1 [D])` combo indices of the root chance node's children, in
-    child order, for a `GameSpec` or `CompiledGame` built by `build_spec`."""
-    source = game.source if hasattr(game, "source") else (game.labels.source if game.labels is not None else {})
-    meta = (source or {}).get("poker")
-    if meta is None or "range_support" not in meta:
-        raise PokerSpecError(f"{getattr(game, 'name', 'game')}: not a poker subgame built by "
-                             "cfrjax.games.poker.build_spec (no recorded range support)")
-    h0, h1 = deals_from_support(*meta["range_support"])
-    if h0.size != meta["deals"]:
-        raise PokerSpecError(f"recorded range support gives {h0.size} deals, the game has {meta['deals']}")
-    return h0, h1
-
-
-def subgame_deals(cfg: PokerSubgameSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The chance root's deals: `(hand0 [D], hand1 [D], prob [D])`, combo indices.
-
-    Pairs of combos with positive weight that share no card, ordered by (hand0,
-    hand1); `prob` is proportional to `w0[hand0] * w1[hand1]` and sums to 1.
-    """
-    w0, w1 = cfg.ranges()
-    h0 = np.flatnonzero(w0 > 0)
-    h1 = np.flatnonzero(w1 > 0)
-    ok = ~combos_conflict(h0[:, None], h1[None, :])
-    i, j = np.nonzero(ok)
-    if i.size == 0:
-        raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
-    a, b = h0[i], h1[j]
-    try:
-        return a, b, deal_probabilities(w0, w1, a, b)
-    except PokerSpecError as e:
-        raise PokerSpecError(f"{cfg.name}: {e}") from None
-
-
 def _river_cards(board: np.ndarray, h0: np.ndarray, h1: np.ndarray) -> np.ndarray:
     """`[D, 44]` live river cards of each turn deal, ascending."""
     rest = np.setdiff1d(np.arange(52), board)                          # 48 cards
@@ -600,7 +414,8 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
     build_s = time.perf_counter() - t_start
     spec = GameSpec(parent=parent, action=action, kind=kind, infoset=infoset, chance_prob=chance_prob,
                     payoff=payoff, infoset_player=owners.astype(np.int8), infoset_keys=tuple(keys),
-                    action_names=tuple(names), name=cfg.name, source={"poker": meta})
+                    action_names=tuple(names), name=cfg.name,
+                    source={"poker": meta, "key_fields": list(KEY_FIELDS)})
     meta["arrays_s"] = round(build_s, 3)
     meta["build_s"] = round(time.perf_counter() - t_start, 3)
     return spec
@@ -646,94 +461,3 @@ def count_paper_sizes(spec: GameSpec) -> dict:
         "public_nodes_per_deal": int(meta["public_nodes_per_deal"]),
         "decision_infosets": spec.num_infosets,
     }
-
-
-# ----------------------------------------------------------------------------------------
-# TOML spec files.
-
-_TOML_KEYS = {
-    "name", "board", "pot", "stack", "bet_fractions", "raise_fractions", "raise_cap",
-    "range0", "range1", "player0", "player1", "random_hands", "seed", "libratus", "top_n", "game", "kind",
-}
-
-
-def _flatten(d: Mapping, where: str) -> dict:
-    """The keys of the `[betting]` / `[ranges]` tables lifted to the top level."""
-    flat: dict = {}
-    for k, v in d.items():
-        items = v.items() if k in ("betting", "ranges", "game_config") and isinstance(v, Mapping) else [(k, v)]
-        for k2, v2 in items:
-            if k2 in flat:
-                raise PokerSpecError(f"{where}: key {k2!r} given twice")
-            flat[k2] = v2
-    return flat
-
-
-def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "spec") -> PokerSubgameSpec:
-    """A `PokerSubgameSpec` from a (TOML-shaped) mapping.
-
-    Keys may sit at the top level or in `[betting]` / `[ranges]` tables: `name`,
-    `board`, `pot`, `stack`, `bet_fractions`, `raise_fractions`, `raise_cap` (an
-    integer, or "unlimited"), `range0` / `player0`, `range1` / `player1` (a range
-    string, a table hand -> weight or an array of hands), `random_hands`, `seed`,
-    and `libratus = "path/to/subgameN.txt"` with optional `top_n` (board, pot, ranges
-    and bet abstraction from the Libratus file; other keys override).
-    """
-    flat = _flatten(d, where)
-    unknown = sorted(set(flat) - _TOML_KEYS)
-    if unknown:
-        raise PokerSpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_TOML_KEYS)}")
-    kind = flat.pop("game", flat.pop("kind", "poker_subgame"))
-    if kind not in ("poker_subgame", "hunl_subgame", "poker"):
-        raise PokerSpecError(f"{where}: game = {kind!r} is not a poker subgame")
-    for a, b in (("player0", "range0"), ("player1", "range1")):
-        if a in flat:
-            if b in flat:
-                raise PokerSpecError(f"{where}: give {a} or {b}, not both")
-            flat[b] = flat.pop(a)
-    if flat.get("raise_cap") in ("unlimited", "none", "None", -1):
-        flat["raise_cap"] = None
-    kw = dict(flat)
-    lib = kw.pop("libratus", None)
-    top_n = kw.pop("top_n", None)
-    try:
-        if lib is not None:
-            from cfrjax.games.poker.libratus import load_libratus_endgame
-            path = lib if os.path.isabs(lib) or base_dir is None else os.path.join(base_dir, lib)
-            return load_libratus_endgame(path, top_n=top_n, **kw)
-        if top_n is not None:
-            raise PokerSpecError(f"{where}: top_n only applies to a libratus endgame")
-        if "board" not in kw:
-            raise PokerSpecError(f"{where}: missing key 'board'")
-        return PokerSubgameSpec(**kw)
-    except PokerSpecError as e:
-        raise PokerSpecError(f"{where}: {e}") from None
-
-
-def load_poker_config(path: str | os.PathLike, **overrides) -> PokerSubgameSpec:
-    """Read a poker subgame TOML file into a `PokerSubgameSpec`.
-
-    `overrides` replace keys wherever the file has them (top level or a table), e.g.
-    `random_hands=10`; giving `range0`/`range1` replaces the file's ranges altogether.
-    """
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
-    except tomllib.TOMLDecodeError as e:
-        raise PokerSpecError(f"{path}: not valid TOML: {e}") from None
-    data = _flatten(data, path)
-    overrides = _flatten(overrides, "overrides")
-    data.setdefault("name", os.path.splitext(os.path.basename(path))[0])
-    if any(k in overrides for k in ("range0", "range1", "player0", "player1")):
-        # Explicit ranges replace the file's ranges, random hands included.
-        for k in ("range0", "range1", "player0", "player1", "random_hands", "seed"):
-            if k not in overrides:
-                data.pop(k, None)
-    data.update(overrides)
-    return config_from_dict(data, base_dir=os.path.dirname(os.path.abspath(path)), where=path)
-
-
-def load_poker_toml(path: str | os.PathLike, **overrides) -> GameSpec:
-    """Build the `GameSpec` described by a poker subgame TOML file (see `config_from_dict`)."""
-    return build_spec(load_poker_config(path, **overrides))

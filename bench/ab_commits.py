@@ -1,0 +1,105 @@
+"""Side-by-side timing of two checkouts of cfrjax in one run on one machine (A/B).
+
+Each (game, checkout) is timed in its own process that imports `cfrjax` from the given
+root, in alternating order (A, B, A, B, ...), so both see the same machine state. The
+protocol is `bench/common.time_solve`'s (compile, one solve, then the median of
+`repeats` timed solves of `iterations` iterations, CFR+ simultaneous float32, linear
+averaging), through the public API only (`cfrjax.load_game`, `init`, `solve`), so it
+times any commit.
+
+    python bench/ab_commits.py --root before=.ab/old --root after=. \
+        --game kuhn=.ab/games/kuhn.npz ... --game libratus4=libratus:.ab/libratus/subgame4.txt \
+        --out bench/results/refactor_ab.jsonl
+
+Game sources: a saved `.npz` (compile OpenSpiel games on a machine that has OpenSpiel
+with `cfrjax.save_game`), a poker `.toml`, or `libratus:PATH` (built in the worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def _worker(root: str, source: str, iterations: int, repeats: int) -> dict:
+    sys.path.insert(0, os.path.abspath(root))
+    import jax
+    import cfrjax
+
+    t0 = time.perf_counter()
+    if source.startswith("libratus:"):
+        from cfrjax.games.poker import build_spec, load_libratus_endgame
+        game = cfrjax.compile_game(build_spec(load_libratus_endgame(source.split(":", 1)[1])))
+    else:
+        game = cfrjax.load_game(source)
+    build_s = time.perf_counter() - t0
+    state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear", dtype="float32")
+    run = jax.jit(lambda g, s: cfrjax.solve(g, s, iterations, check_memory=False))
+    t0 = time.perf_counter()
+    run.lower(game, state).compile()
+    compile_s = time.perf_counter() - t0
+    jax.block_until_ready(run(game, state))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(run(game, state))
+        times.append(time.perf_counter() - t0)
+    return dict(cfrjax_file=cfrjax.__file__, nodes=int(game.num_nodes), build_s=build_s, compile_s=compile_s,
+                ms_per_iter=1e3 * statistics.median(times) / iterations, ms_per_iter_min=1e3 * min(times) / iterations,
+                iterations=iterations, repeats=repeats, device=str(jax.devices()[0].device_kind),
+                backend=jax.default_backend(), jax=jax.__version__)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--root", action="append", required=True, metavar="LABEL=DIR")
+    p.add_argument("--game", action="append", required=True, metavar="NAME=SOURCE")
+    p.add_argument("--iterations", type=int, default=1000)
+    p.add_argument("--big-iterations", type=int, default=100, help="iterations for games of 1M nodes or more")
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--rounds", type=int, default=2, help="alternations A, B per game")
+    p.add_argument("--out", default=None)
+    p.add_argument("--worker", nargs=4, metavar=("ROOT", "SOURCE", "ITERATIONS", "REPEATS"), help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        root, source, it, rep = args.worker
+        print(json.dumps(_worker(root, source, int(it), int(rep))))
+        return 0
+    roots = [r.split("=", 1) for r in args.root]
+    records = []
+    for spec in args.game:
+        name, source = spec.split("=", 1)
+        iterations = args.big_iterations if source.startswith("libratus:") else args.iterations
+        for rnd in range(args.rounds):
+            for label, root in roots:
+                out = subprocess.run([sys.executable, __file__, "--root", "x=x", "--game", "x=x", "--worker", root,
+                                      source, str(iterations), str(args.repeats)], capture_output=True, text=True)
+                if out.returncode != 0:
+                    print(f"{name} {label}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
+                    continue
+                rec = dict(json.loads(out.stdout.strip().splitlines()[-1]), game=name, checkout=label, round=rnd,
+                           rule="cfr+", order="simultaneous", dtype="float32", bench="ab_commits")
+                records.append(rec)
+                print(f"{name:16s} {label:8s} round {rnd}: {rec['ms_per_iter']:.4f} ms/iter "
+                      f"(compile {rec['compile_s']:.1f} s)", flush=True)
+                if args.out:
+                    with open(args.out, "a") as f:
+                        f.write(json.dumps(rec) + "\n")
+    labels = [label for label, _ in roots]
+    if len(labels) == 2:
+        print(f"\n{'game':16s} {labels[0]:>10s} {labels[1]:>10s}  ratio {labels[1]}/{labels[0]}")
+        for spec in args.game:
+            name = spec.split("=", 1)[0]
+            best = [min((r["ms_per_iter"] for r in records if r["game"] == name and r["checkout"] == lab),
+                        default=float("nan")) for lab in labels]
+            print(f"{name:16s} {best[0]:10.4f} {best[1]:10.4f}  {best[1] / best[0]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Compiled forms: the one seam between the generic solver and a game's own passes.
+
+A game can be compiled into more than one *form*. Today there are two:
+
+* **tabular** (`cfrjax.game.CompiledGame`, passes in `cfrjax.tabular`): one node per
+  history, slot vectors `[S]` (the paper's construction, any game);
+* **public** (`cfrjax.public.PublicGame`, passes in `cfrjax.public.passes`): one node per
+  public history of a poker subgame, slot arrays `[S, H]` over hands.
+
+Everything else — rules, `init`, `step`, policies, `solve`, `solve_batch`,
+`solve_sharded`, checkpoints, locking, exploitability — is written once, over this
+interface. A game class declares (as attributes):
+
+  `slot_shape`: `(S,)` or `(S, H)`, the shape of regrets, averages and policies;
+  `RETARGETABLE`: the float leaves that may differ between games sharing one tree (batched
+    by `solve_batch`, split by `solve_sharded`, replaced by re-targeting, digested by
+    checkpoints); the other leaves are the shared tree;
+  the slot layout of `cfrjax.passes.regret_matching`: `slot_infoset`,
+    `infoset_slot_start`, `slot_uniform`, `num_slots`, `num_infosets`, `slot_split`,
+    `max_actions`, `reduction`;
+  `labels` (with a `fingerprint`), `name`, `sizes()`, and `infoset_index(key)` (where an
+    information set's entries sit in a slot array).
+
+and its form module provides the passes:
+
+  `regret_pass(game, sigma_ext, regret, player) -> (regret + r, y)`: the cumulative regret
+    of `player`'s slots (`cfrjax.passes.slot_range`) plus this iteration's instantaneous regret `r`, and
+    `y`, the player's own reach at each slot times the slot's strategy (what the average
+    accumulates); `sigma_ext` is the current strategy `[S + 1, ...]` with the sentinel row;
+  `best_response_values(game, policy) -> [2]`, `expected_value(game, policy) -> []`;
+  `strategy_rows(game, policy)`: the rows of `cfrjax.strategy_table`;
+  `infosets(game)`: `(key, player, action names, index)` per information set, `index`
+    selecting its entries in slot arrays (policy files, locking by key);
+  `scratch_elements(game, order) -> dict`: per-iteration buffers for the memory plan.
+
+Dispatch is on the game's type (`form_of`); a form is registered once, here.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from cfrjax import tabular
+from cfrjax.game import CompiledGame
+from cfrjax.public import passes as public_passes
+from cfrjax.public.game import PublicGame
+
+__all__ = ["FORMS", "form_name", "form_of"]
+
+#: Game type -> (form name, module of its passes).
+FORMS: dict[type, tuple[str, ModuleType]] = {
+    CompiledGame: ("tabular", tabular),
+    PublicGame: ("public", public_passes),
+}
+
+
+def _entry(game):
+    try:
+        return FORMS[type(game)]
+    except KeyError:
+        known = ", ".join(t.__name__ for t in FORMS)
+        raise TypeError(f"{type(game).__name__} is not a compiled game (expected one of: {known}); "
+                        "build one with cfrjax.load_game") from None
+
+
+def form_of(game) -> ModuleType:
+    """The module implementing `game`'s passes (see the module docstring)."""
+    return _entry(game)[1]
+
+
+def form_name(game) -> str:
+    """`"tabular"` or `"public"`."""
+    return _entry(game)[0]

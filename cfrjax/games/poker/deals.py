@@ -1,0 +1,147 @@
+"""Deals of a poker subgame and its ranges: which (hand0, hand1) pairs the root deals, with
+what probability, and `set_root_ranges`, which re-targets a compiled subgame (either form)
+to new ranges without recompiling.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cfrjax.game import CompiledGame
+from cfrjax.games.poker.cards import NUM_COMBOS, PokerSpecError, combos_conflict
+from cfrjax.games.poker.config import PokerSubgameSpec
+from cfrjax.retarget import set_root_chance
+
+
+def deals_from_support(support0, support1) -> tuple[np.ndarray, np.ndarray]:
+    """Non-conflicting pairs of two hand lists, ordered by (hand0, hand1): `(hand0 [D], hand1 [D])`."""
+    h0 = np.unique(np.asarray(support0, np.int64))
+    h1 = np.unique(np.asarray(support1, np.int64))
+    i, j = np.nonzero(~combos_conflict(h0[:, None], h1[None, :]))
+    return h0[i], h1[j]
+
+
+def deal_probabilities(w0, w1, hand0, hand1) -> np.ndarray:
+    """`w0[hand0] * w1[hand1]`, normalized to sum to 1 (NumPy, float64)."""
+    w0 = np.asarray(w0, np.float64)
+    w1 = np.asarray(w1, np.float64)
+    p = w0[hand0] * w1[hand1]
+    total = p.sum()
+    if not total > 0 or not math.isfinite(total):
+        raise PokerSpecError(f"the deal weights sum to {total}")
+    return p / total
+
+
+def root_deals(game) -> tuple[np.ndarray, np.ndarray]:
+    """`(hand0 [D], hand1 [D])` combo indices of the root chance node's children, in
+    child order, for a `GameSpec` or `CompiledGame` built by `build_spec`."""
+    source = game.source if hasattr(game, "source") else (game.labels.source if game.labels is not None else {})
+    meta = (source or {}).get("poker")
+    if meta is None or "range_support" not in meta:
+        raise PokerSpecError(f"{getattr(game, 'name', 'game')}: not a poker subgame built by "
+                             "cfrjax.games.poker.build_spec (no recorded range support)")
+    h0, h1 = deals_from_support(*meta["range_support"])
+    if h0.size != meta["deals"]:
+        raise PokerSpecError(f"recorded range support gives {h0.size} deals, the game has {meta['deals']}")
+    return h0, h1
+
+
+def subgame_deals(cfg: PokerSubgameSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The chance root's deals: `(hand0 [D], hand1 [D], prob [D])`, combo indices.
+
+    Pairs of combos with positive weight that share no card, ordered by (hand0,
+    hand1); `prob` is proportional to `w0[hand0] * w1[hand1]` and sums to 1.
+    """
+    w0, w1 = cfg.ranges()
+    h0 = np.flatnonzero(w0 > 0)
+    h1 = np.flatnonzero(w1 > 0)
+    ok = ~combos_conflict(h0[:, None], h1[None, :])
+    i, j = np.nonzero(ok)
+    if i.size == 0:
+        raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
+    a, b = h0[i], h1[j]
+    try:
+        return a, b, deal_probabilities(w0, w1, a, b)
+    except PokerSpecError as e:
+        raise PokerSpecError(f"{cfg.name}: {e}") from None
+
+
+def _checked_weights(range0, range1) -> tuple[np.ndarray, np.ndarray]:
+    w0, w1 = np.asarray(range0, np.float64), np.asarray(range1, np.float64)
+    for p, w in enumerate((w0, w1)):
+        if w.shape != (NUM_COMBOS,):
+            raise ValueError(f"range{p} has shape {w.shape}, expected [{NUM_COMBOS}]")
+        if np.any(w < 0) or not np.all(np.isfinite(w)):
+            raise ValueError(f"range{p} has negative or non-finite weights")
+    return w0, w1
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def set_root_ranges(game, range0, range1):
+    """A copy of a compiled poker subgame (either form) with new ranges, same tree.
+
+    Args:
+      game: a tabular game from `build_spec` (its deals' hands are recorded in
+        `game.labels.source["poker"]["range_support"]`) or a public game from
+        `build_public` (its hand list is fixed by the board).
+      range0, range1: `[1326]` weights per combo (combo index order), >= 0.
+
+    Tabular: a deal's probability is `range0[hand0] * range1[hand1]` normalized over the
+    game's deals (the non-conflicting pairs of the ranges it was built with). The tree is
+    fixed: weight on a hand outside the built support is ignored (with a warning), and a
+    hand given weight 0 keeps its deals with probability 0 (strategically the same as the
+    smaller game). With concrete (non-traced) inputs the probabilities are computed in
+    NumPy exactly as `build_spec` computes them, so the result equals the game built from
+    scratch with these ranges (same support) bit for bit in float64; under `jit`/`vmap`
+    they are computed with `jnp` (equal up to the rounding of the normalizing sum).
+
+    Public: the range weights of the game's hands are replaced (hands blocked by the
+    board have none) and the normaliser recomputed; no shape changes, so a jitted solve
+    does not retrace.
+    """
+    concrete = _is_concrete(range0) and _is_concrete(range1)
+    if concrete:
+        w0, w1 = _checked_weights(range0, range1)
+    if not isinstance(game, CompiledGame):
+        from cfrjax.public.passes import set_ranges
+        hands = np.asarray(game.labels.hands)
+        if concrete:
+            return set_ranges(game, w0[hands], w1[hands])
+        return set_ranges(game, jnp.asarray(range0)[hands], jnp.asarray(range1)[hands])
+    h0, h1 = _cached_root_deals(game)
+    if concrete:
+        for p, w in enumerate((w0, w1)):
+            outside = np.setdiff1d(np.flatnonzero(w > 0), h0 if p == 0 else h1)
+            if outside.size:
+                warnings.warn(f"range{p}: {outside.size} hand(s) with positive weight are not in the game's "
+                              "deals (built with a smaller range); their weight is ignored", stacklevel=2)
+        probs = deal_probabilities(w0, w1, h0, h1)
+    else:
+        dt = game.template.dtype
+        w0, w1 = jnp.asarray(range0, dt), jnp.asarray(range1, dt)
+        p = w0[h0] * w1[h1]
+        probs = p / jnp.sum(p)
+    return set_root_chance(game, probs)
+
+
+_DEALS_CACHE: dict = {}
+
+
+def _cached_root_deals(game):
+    key = game.labels.fingerprint if game.labels is not None else None
+    if key is not None and key in _DEALS_CACHE:
+        return _DEALS_CACHE[key]
+    out = root_deals(game)
+    if key is not None:
+        if len(_DEALS_CACHE) > 32:
+            _DEALS_CACHE.clear()
+        _DEALS_CACHE[key] = out
+    return out

@@ -1,0 +1,389 @@
+"""A HUNL river/turn subgame as a `PublicGame` (the public-tree form, `cfrjax.public`).
+
+Built from the configuration directly, independently of the tabular builder
+(`cfrjax.games.poker.subgame.build_spec`) below the betting tree, so the tests comparing
+the two forms compare two constructions. Shared with it: the betting tree of one street
+(`subgame._street_tree`: sizes, action names, codes, fold payoffs and showdown stakes in
+chips, sunk cost), cards, ranges and the hand evaluator.
+
+* **Hands.** One list for both players: every combo not blocked by the board (1,081 on a
+  river, 1,128 on a turn), fixed per board so that new ranges never change a shape
+  (weights may be 0). `hands=` restricts it for small instances (`"support"`: the
+  combos with positive weight in either range).
+* **Tree.** The street's public betting tree; on a turn every street end is a chance node
+  with one child per card not on the board (48), each followed by the river's betting
+  tree (a showdown right away after a called all-in). Laid out as `PublicGame`'s trunk
+  (the turn street; none on a river) and, per board, the forest of river trees below
+  the trunk's chance nodes (the whole river tree on a river). Below card `c` hands
+  holding `c` are dead; each card's chance weight is 1/44 (for any deal of two hands
+  exactly 44 cards are live), folded into the forest's stakes.
+* **Terminals.** Folds pay `fold` to player 0 (the betting tree's fold payoff);
+  showdowns move `sd` (half pot plus the matched wager) from the weaker hand to the
+  stronger, ties 0; strengths per board by the 7-card evaluator.
+* **Ranges.** `config.ranges()` restricted to the hand list, normaliser
+  `Z = sum compat(h, h') w0[h] w1[h']` (the tabular deal distribution is `w0 w1 / Z`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cfrjax.game import default_float_dtype, fingerprint
+from cfrjax.games.poker.cards import (
+    CARD_NAMES, COMBOS, NUM_COMBOS, PokerSpecError, combo_str, combos_blocked_by, parse_combo)
+from cfrjax.games.poker.config import PokerSubgameSpec
+from cfrjax.games.poker.evaluator import evaluate
+from cfrjax.games.poker.subgame import KEY_FIELDS, RIVER_CARDS, _street_tree, _Tree
+from cfrjax.public import passes as public_passes
+from cfrjax.public import terminals as pt
+from cfrjax.public.game import TERMINAL_MODES, PublicGame, PublicLabels
+from cfrjax.spec import CHANCE, TERMINAL
+
+__all__ = ["DENSE_LIMIT_BYTES", "build_public", "public_hands"]
+
+#: Under `terminals="auto"` the dense matrices are built (for accelerators) only below this size.
+DENSE_LIMIT_BYTES = 2 * 2 ** 30
+_NO_CARD = 52
+
+
+def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
+    """The hand list (ascending combo indices): every combo not blocked by the board, the
+    ranges' support (`"support"`), or the given hands (names such as "AsKs" or combo ids)."""
+    blocked = combos_blocked_by(config.board_cards)
+    if hands is None:
+        return np.flatnonzero(~blocked)
+    if isinstance(hands, str) and hands == "support":
+        w0, w1 = config.ranges()
+        return np.flatnonzero((w0 > 0) | (w1 > 0))
+    ids = []
+    for h in hands:
+        i = parse_combo(h) if isinstance(h, str) else int(h)
+        if not 0 <= i < NUM_COMBOS:
+            raise PokerSpecError(f"hand id {h!r} outside 0..{NUM_COMBOS - 1}")
+        if blocked[i]:
+            raise PokerSpecError(f"hand {combo_str(i)} shares a card with the board {config.board}")
+        ids.append(i)
+    out = np.unique(np.array(ids, np.int64))
+    if out.size != len(ids):
+        raise PokerSpecError("the hand list names a hand twice")
+    if out.size == 0:
+        raise PokerSpecError("the hand list is empty")
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# The two stages: breadth-first arrays of a forest of street trees.
+
+
+@dataclasses.dataclass
+class _Stage:
+    """Street trees laid out together breadth-first (roots first, in order)."""
+
+    parent: np.ndarray      # [n] local parent (roots: themselves)
+    child_start: np.ndarray  # [n + 1]
+    kind: np.ndarray        # [n] 0 / 1 decision, 2 chance, 3 terminal
+    fold: np.ndarray        # [n] player 0's fold payoff (0 elsewhere)
+    sd: np.ndarray          # [n] showdown stake (0 elsewhere)
+    root: np.ndarray        # [n] which root's tree holds the node
+    codes: list             # [n] the street tree's codes
+    labels: list            # [n] action names
+    tot: list               # [n] street totals (t0, t1)
+    allin: np.ndarray       # [n] bool, a chance node after an all-in was called
+    levels: tuple           # level offsets
+    fanout: tuple           # the most children per level
+    terms: tuple            # a level holds terminals or chance nodes (leaves of the stage)
+
+    @property
+    def size(self) -> int:
+        return self.parent.size
+
+
+def _stage(trees: list) -> _Stage:
+    parent, kind, root, fold, sd, codes, labels, tot, allin = [], [], [], [], [], [], [], [], []
+    for r, t in enumerate(trees):
+        off = len(parent)
+        for i in range(len(t)):
+            parent.append(-1 if t.parent[i] < 0 else off + t.parent[i])
+            kind.append(int(t.kind[i]))
+            root.append(r)
+            fold.append(float(t.fold[i]))
+            sd.append(float(t.sd[i]))
+            codes.append(t.code[i])
+            labels.append(tuple(t.labels[i]))
+            tot.append(tuple(t.tot[i]))
+            allin.append(bool(t.allin[i]))
+            if t.parent[i] >= 0 and t.action[i] != sum(1 for j in range(i) if t.parent[j] == t.parent[i]):
+                raise AssertionError("betting tree children out of action order")
+    n = len(parent)
+    children = [[] for _ in range(n)]
+    for i, p in enumerate(parent):
+        if p >= 0:
+            children[p].append(i)
+    order, queue = [], deque(i for i in range(n) if parent[i] < 0)
+    while queue:
+        i = queue.popleft()
+        order.append(i)
+        queue.extend(children[i])
+    order = np.array(order, np.int64)
+    new = np.empty(n, np.int64)
+    new[order] = np.arange(n)
+    old_parent = np.array(parent, np.int64)[order]
+    par = np.where(old_parent < 0, np.arange(n), new[np.maximum(old_parent, 0)])
+    nchild = np.array([len(children[o]) for o in order], np.int64)
+    nroots = int(np.count_nonzero(old_parent < 0))
+    child_start = np.concatenate([[nroots], nroots + np.cumsum(nchild)])
+    depth = np.zeros(n, np.int64)
+    for i in range(nroots, n):
+        depth[i] = depth[par[i]] + 1
+    D = int(depth.max(initial=0))
+    levels = tuple(int(x) for x in np.searchsorted(depth, np.arange(D + 2)))
+    k = np.array(kind, np.int64)[order]
+    spans = [(levels[d], levels[d + 1]) for d in range(D + 1)]
+    return _Stage(
+        parent=par, child_start=child_start, kind=k, fold=np.array(fold)[order], sd=np.array(sd)[order],
+        root=np.array(root, np.int64)[order], codes=[codes[o] for o in order], labels=[labels[o] for o in order],
+        tot=[tot[o] for o in order], allin=np.array(allin, bool)[order], levels=levels,
+        fanout=tuple(int(nchild[lo:hi].max(initial=0)) for lo, hi in spans),
+        terms=tuple(bool((k[lo:hi] >= CHANCE).any()) for lo, hi in spans))
+
+
+def _strengths(cfg: PokerSubgameSpec, hands: np.ndarray, rest: np.ndarray):
+    """`(strength [B, H] int64, live [B, H] bool)`: one board on a river, one per river
+    card on a turn (dead hands hold the card: strength -1)."""
+    board = cfg.board_cards
+    hc = COMBOS[hands]
+    H = hands.size
+    if board.size == 5:
+        cards7 = np.concatenate([np.broadcast_to(board, (H, 5)), hc], axis=1)
+        return evaluate(cards7)[None], np.ones((1, H), bool)
+    B = rest.size
+    live = ~(hc[None, :, :] == rest[:, None, None]).any(-1)                       # [B, H]
+    cards7 = np.concatenate([np.broadcast_to(board, (B, H, 4)), np.broadcast_to(rest[:, None, None], (B, H, 1)),
+                             np.broadcast_to(hc, (B, H, 2))], axis=2)
+    cards7 = np.where(live[..., None], cards7, np.array([0, 4, 9, 14, 19, 24, 29]))  # dummy distinct cards
+    return np.where(live, evaluate(cards7), -1), live
+
+
+def _own_paths(stage: _Stage, lane: np.ndarray, sentinel: int) -> np.ndarray:
+    """`[n, 2, W]`: per node and player the slots of the player's own decisions on the path
+    from the node's root (root first), padded with `sentinel`."""
+    paths = [[[], []] for _ in range(stage.size)]
+    for n in range(stage.size):
+        if stage.parent[n] != n:
+            for p in (0, 1):
+                paths[n][p] = paths[stage.parent[n]][p] + ([int(lane[n, p])] if lane[n, p] != sentinel else [])
+    W = max([len(x) for pp in paths for x in pp] + [0])
+    out = np.full((stage.size, 2, W), sentinel, np.int64)
+    for n, pp in enumerate(paths):
+        for p in (0, 1):
+            out[n, p, :len(pp[p])] = pp[p]
+    return out
+
+
+def _slots(stage: _Stage, player: int):
+    """`(decision nodes, their action counts)` of `player` in a stage, node order."""
+    nodes = np.flatnonzero(stage.kind == player)
+    return nodes, np.diff(stage.child_start)[nodes]
+
+
+def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None,
+                 reduction: str = "auto", dense_limit_bytes: int = DENSE_LIMIT_BYTES) -> PublicGame:
+    """Build the public-tree form of a river or turn subgame.
+
+    Args:
+      config: the subgame (`PokerSubgameSpec`, e.g. from `load_poker_config` or
+        `load_libratus_endgame`).
+      hands: `None` (every combo not blocked by the board), `"support"` (the ranges'
+        support), or an iterable of combos (names or ids) covering the ranges' support.
+      terminals: `"auto"` (sorted on CPU; on accelerators dense when the dense matrices
+        take at most `dense_limit_bytes`, else sorted), `"sorted"` or `"dense"` (always
+        builds the matrices). See `cfrjax.public.terminals`.
+      dtype: float dtype of the float leaves (default: float64 under `jax_enable_x64`,
+        else float32).
+      reduction: `"auto"`, `"pull"` or `"scatter"` (as `CompiledGame.reduction`).
+      dense_limit_bytes: see `terminals`.
+
+    Raises:
+      PokerSpecError: a hand list that misses a hand of positive weight, or ranges
+        without a compatible pair of hands.
+    """
+    t_start = time.perf_counter()
+    if not isinstance(config, PokerSubgameSpec):
+        raise PokerSpecError(f"build_public expects a PokerSubgameSpec, got {type(config).__name__}")
+    if terminals not in TERMINAL_MODES:
+        raise ValueError(f"unknown terminals {terminals!r}; allowed: {', '.join(map(repr, TERMINAL_MODES))}")
+    cfg = config
+    fdt = jnp.dtype(default_float_dtype() if dtype is None else dtype)
+    board = cfg.board_cards
+    turn = board.size == 4
+    rest = np.setdiff1d(np.arange(52), board)
+
+    # Hands and ranges.
+    hands = public_hands(cfg, hands)
+    H = hands.size
+    w0, w1 = cfg.ranges()
+    missing = np.flatnonzero(~np.isin(np.arange(NUM_COMBOS), hands) & ((w0 > 0) | (w1 > 0)))
+    if missing.size:
+        raise PokerSpecError(f"{cfg.name}: the hand list misses {missing.size} hand(s) of positive range weight "
+                             f"(e.g. {combo_str(missing[0])}); pass hands=None or hands='support'")
+    weights = np.stack([w0[hands], w1[hands]])
+    hand_cards = COMBOS[hands].astype(np.int32)
+    if not float(weights[0] @ pt.compat_matrix(hand_cards).astype(np.float64) @ weights[1]) > 0:
+        raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
+
+    # Trunk (the turn street) and forest (the river trees below one board).
+    if turn:
+        first = _street_tree(cfg, 0.0, last=False)
+        trunk = _stage([first])
+        chance = np.flatnonzero(trunk.kind == CHANCE)
+        subs = []
+        for c in chance:
+            if trunk.allin[c]:
+                sub = _Tree()
+                sub.add(-1, -1, TERMINAL, "", trunk.tot[c], sd=cfg.pot / 2 + trunk.tot[c][0])
+            else:
+                sub = _street_tree(cfg, trunk.tot[c][0], last=True)
+            subs.append(sub)
+        forest = _stage(subs)
+        boards = rest
+        chance_reach = 1.0 / RIVER_CARDS
+        root_chance = chance
+    else:   # no trunk: the forest is the river tree, fed by the ranges
+        trunk, chance = _stage([]), np.zeros(0, np.int64)
+        forest = _stage([_street_tree(cfg, 0.0, last=True)])
+        boards = np.array([-1])
+        chance_reach = 1.0
+        root_chance = np.zeros(1, np.int64)
+    B = boards.size
+    strength, live = _strengths(cfg, hands, rest)
+    n1 = trunk.size
+
+    # Decision nodes and slots (module docstring of cfrjax.public.game).
+    t_nodes = [_slots(trunk, p) for p in (0, 1)]
+    f_nodes = [_slots(forest, p) for p in (0, 1)]
+    t_sl = [int(t_nodes[p][1].sum()) for p in (0, 1)]
+    f_sl = [int(f_nodes[p][1].sum()) for p in (0, 1)]
+    split = t_sl[0] + B * f_sl[0]
+    S = split + t_sl[1] + B * f_sl[1]
+    nact = np.concatenate([np.concatenate([t_nodes[p][1], np.tile(f_nodes[p][1], B)]) for p in (0, 1)])
+    I = nact.size
+    infoset_slot_start = np.concatenate([[0], np.cumsum(nact)]).astype(np.int64)
+    slot_infoset = np.repeat(np.arange(I), nact)
+    slot_uniform = 1.0 / nact[slot_infoset]
+
+    def local_slots(stage, nodes_of, sentinel, offsets):
+        lane = np.full((stage.size, 2), sentinel, np.int64)
+        snode, schild = [], []
+        for p in (0, 1):
+            nodes, counts = nodes_of[p]
+            k = offsets[p]
+            for n, a in zip(nodes, counts):
+                kids = stage.child_start[n] + np.arange(a)
+                lane[kids, p] = k + np.arange(a)
+                snode += [n] * int(a)
+                schild += kids.tolist()
+                k += int(a)
+        return lane, np.array(snode, np.int64), np.array(schild, np.int64)
+
+    f_lane, f_snode, f_schild = local_slots(forest, f_nodes, f_sl[0] + f_sl[1], (0, f_sl[0]))
+    f_path = _own_paths(forest, f_lane, f_sl[0] + f_sl[1])
+    t_lane, t_snode, t_schild = local_slots(trunk, t_nodes, S, (0, split))
+
+    # Terminals.
+    def term_arrays(stage, leaves_after):
+        term = stage.kind == TERMINAL
+        folds = np.flatnonzero(term & (stage.fold != 0))
+        sds = np.flatnonzero(term & (stage.fold == 0))
+        if np.any(stage.sd[sds] <= 0):
+            raise PokerSpecError(f"{cfg.name}: a terminal is neither a fold nor a showdown")
+        pos = np.full(stage.size, folds.size + sds.size + leaves_after.size, np.int64)
+        pos[folds] = np.arange(folds.size)
+        pos[sds] = folds.size + np.arange(sds.size)
+        pos[leaves_after] = folds.size + sds.size + np.arange(leaves_after.size)
+        return folds, sds, pos
+
+    f_folds, f_sds, f_pos = term_arrays(forest, np.zeros(0, np.int64))
+    t_folds, t_sds, t_pos = term_arrays(trunk, chance)
+    if t_sds.size:
+        raise AssertionError("a showdown on the turn street")
+
+    card_hands = pt.card_table(hand_cards)
+    tables = pt.showdown_tables(strength, hand_cards, card_hands)
+    dense = None
+    if terminals == "dense" or (terminals == "auto" and jax.default_backend() != "cpu"
+                                and pt.dense_bytes(B, H, fdt.itemsize) <= dense_limit_bytes):
+        dense = pt.dense_tables(strength, hand_cards, live, np.dtype(fdt.name))
+
+    index_arrays = dict(
+        trunk_parent=trunk.parent, trunk_child_start=trunk.child_start, trunk_owner=trunk.kind,
+        trunk_lane_slot=t_lane, trunk_term_pos=t_pos, trunk_fold_node=t_folds,
+        trunk_slot_node=t_snode, trunk_slot_child=t_schild, root_chance=root_chance,
+        forest_parent=forest.parent, forest_child_start=forest.child_start, forest_owner=forest.kind,
+        forest_lane_slot=f_lane, forest_term_pos=f_pos, forest_slot_node=f_snode, forest_slot_child=f_schild,
+        forest_path=f_path, forest_root_of=forest.root,
+        forest_fold_node=f_folds, forest_showdown_node=f_sds, hand_cards=hand_cards, card_hands=card_hands,
+        slot_infoset=slot_infoset, infoset_slot_start=infoset_slot_start, **tables)
+    float_arrays = dict(
+        trunk_fold_payoff=trunk.fold[t_folds],
+        forest_fold_payoff=forest.fold[f_folds] * chance_reach, forest_showdown_stake=forest.sd[f_sds] * chance_reach,
+        board_live=live.astype(np.float64), slot_uniform=slot_uniform)
+
+    # Labels: decision nodes in slot order.
+    codes, players, names, dealt = [], [], [], []
+    for p in (0, 1):
+        for n in t_nodes[p][0]:
+            codes.append(trunk.codes[n])
+            players.append(p)
+            names.append(trunk.labels[n])
+            dealt.append(())
+        for b in range(B):
+            for n in f_nodes[p][0]:
+                if turn:
+                    codes.append(f"{trunk.codes[chance[forest.root[n]]]}/{CARD_NAMES[boards[b]]}/{forest.codes[n]}")
+                    dealt.append((int(boards[b]),))
+                else:
+                    codes.append(forest.codes[n])
+                    dealt.append(())
+                players.append(p)
+                names.append(forest.labels[n])
+    digest = fingerprint({**index_arrays, **float_arrays, "hands": hands, "strength": strength,
+                          "levels": np.array(trunk.levels + (-1,) + forest.levels)})
+    meta = {
+        "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack,
+        "bet_fractions": list(cfg.bet_fractions), "raise_fractions": list(cfg.raise_sizes),
+        "raise_cap": cfg.raise_cap, "random_hands": cfg.random_hands, "seed": cfg.seed,
+        "form": "public", "hands": int(H), "boards": int(B), "public_nodes": int(n1 + B * forest.size),
+        "decision_nodes": int(I), "terminals": terminals,
+        "support": [int(np.count_nonzero(weights[0] > 0)), int(np.count_nonzero(weights[1] > 0))],
+    }
+    if cfg.source:
+        meta.update(dict(cfg.source))
+    labels = PublicLabels(
+        name=cfg.name, fingerprint=digest, source={"poker": meta, "key_fields": list(KEY_FIELDS)},
+        payoff_offset=0.0, node_codes=tuple(codes), node_player=tuple(players), action_names=tuple(names),
+        node_dealt=tuple(dealt), node_slot_start=infoset_slot_start.copy(), hands=hands.copy(),
+        hand_names=tuple(combo_str(h) for h in hands), hand_cards=hand_cards.copy())
+
+    leaves = {k: jnp.asarray(v, jnp.int32) for k, v in index_arrays.items()}
+    leaves.update({k: jnp.asarray(v, fdt) for k, v in float_arrays.items()})
+    if dense is not None:
+        leaves["dense_showdown"] = jnp.asarray(dense[0], fdt)
+        leaves["dense_compat"] = jnp.asarray(dense[1], fdt)
+    game = PublicGame(
+        **leaves, weights=jnp.asarray(weights, fdt), norm=jnp.asarray(1.0, fdt),
+        num_nodes=int(n1 + B * forest.size), num_slots=int(S), num_infosets=int(I), num_hands=int(H),
+        num_boards=int(B), trunk_levels=trunk.levels if n1 else (), trunk_fanout=trunk.fanout if n1 else (),
+        trunk_level_terms=trunk.terms if n1 else (),
+        forest_levels=forest.levels, forest_fanout=forest.fanout, forest_level_terms=forest.terms,
+        trunk_slots=tuple(t_sl), forest_slots=tuple(f_sl), slot_split=int(split), dealt=bool(turn),
+        max_actions=int(nact.max()), reduction=reduction, terminals=terminals,
+        labels=labels)
+    game = public_passes.set_ranges(game, weights[0], weights[1])
+    meta["build_s"] = round(time.perf_counter() - t_start, 3)
+    return game

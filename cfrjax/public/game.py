@@ -1,0 +1,326 @@
+"""PublicGame: the public-tree ("range-vector") compiled form of a poker subgame.
+
+One node per public history (betting sequence and dealt river card), every per-player
+quantity a vector over the `H` hands of one shared hand list: slot arrays are `[S, H]`,
+reach and values `[n, 2, H]`. The tabular information set `P1|AhKh|k.b10` is the entry
+(decision node `k.b10`, hand `AhKh`) of player 1, so the two forms map entry by entry
+(`PublicLabels.infoset_index`).
+
+Layout (built by `cfrjax.games.poker.public.build_public`): two stages.
+
+* The **trunk**: the betting before the last card (a turn spot's turn street; empty on
+  a river spot), `N1` nodes breadth-first (level `d` = `trunk_levels[d]:trunk_levels[d+1]`,
+  children grouped by parent in parent order). Its leaves are folds and the `R` chance
+  nodes that deal the river card.
+* The **forest**: below each board (`B` = 48 river cards on a turn, the one board of a
+  river spot) the same `R` trees (one per trunk chance node; the whole river tree on a
+  river spot), `n2` nodes per board, breadth-first with the `R` roots as level 0. Every
+  per-board array (strength order, live hands, strategies, regrets) is sliced by board,
+  and the passes map one function over the boards (`lax.map` on CPU, one board at a
+  time so that its arrays stay in cache; `vmap` elsewhere). Below card `c`
+  hands holding `c` are dead (`board_live[b]` is 0 for them); chance (1/44 per card)
+  is folded into the forest's stakes (the tabular form's `pi_c u`).
+
+Decision nodes are the generic solver's information sets (`num_infosets` = I), player 0's
+first: its trunk nodes, then its forest nodes board by board; then player 1's the same
+way. Slots (decision node, action) follow, so player p's slots are `[trunk | B x forest]`:
+player 0's forest slots of board `b` are `t0 + b s0 + [0, s0)`, player 1's
+`slot_split + t1 + b s1 + [0, s1)` (`trunk_slots = (t0, t1)`, `forest_slots = (s0, s1)`).
+Slot `S` is the sentinel (strategy 1).
+
+A `PublicGame` is a pytree: arrays are leaves, sizes and level boundaries static
+metadata, as `cfrjax.game.CompiledGame`. The range weights and the normaliser are the
+re-targetable leaves (`RETARGETABLE`; `cfrjax.public.passes.set_ranges`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import numpy as np
+
+#: How terminal values are computed (`cfrjax.public.terminals`).
+TERMINAL_MODES = ("auto", "sorted", "dense")
+#: How the passes sum over the tree (as `CompiledGame.reduction`).
+REDUCTIONS = ("auto", "pull", "scatter")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PublicLabels:
+    """Names behind the public tree, kept out of the hot path.
+
+    Compared and hashed by `fingerprint` (a digest of the tree, the hand list and the
+    board data, not of the ranges), so re-targeted games share their executables.
+
+    Attributes:
+      name: the game's name.
+      fingerprint: hex digest (see above).
+      source: provenance, JSON-able, e.g. `{"poker": {..., "form": "public"}}`.
+      payoff_offset: added to player 0's value when reporting it (0 for poker).
+      node_codes: `[I]` public sequence code of each decision node (`"k.b10"`,
+        `"k.b10.c/Qh/k"`).
+      node_player: `[I]` owner (0 or 1) of each decision node.
+      action_names: `[I]` tuples of action labels.
+      node_dealt: `[I]` tuples of the card ids dealt publicly above each decision node
+        (the river card below a turn), hands holding one are dead there.
+      node_slot_start: `[I + 1]` slot boundaries of the decision nodes (NumPy).
+      hands: `[H]` combo indices of the hand list (NumPy).
+      hand_names: `[H]` names of the hands ("AsKs").
+      hand_cards: `[H, 2]` card ids of the hands (NumPy).
+    """
+
+    name: str
+    fingerprint: str
+    source: dict
+    payoff_offset: float
+    node_codes: tuple
+    node_player: tuple
+    action_names: tuple
+    node_dealt: tuple
+    node_slot_start: np.ndarray
+    hands: np.ndarray
+    hand_names: tuple
+    hand_cards: np.ndarray
+
+    def __eq__(self, other):
+        return isinstance(other, PublicLabels) and other.fingerprint == self.fingerprint
+
+    def __hash__(self):
+        return hash(self.fingerprint)
+
+    @functools.cached_property
+    def _code_index(self) -> dict:
+        return {code: i for i, code in enumerate(self.node_codes)}
+
+    @functools.cached_property
+    def _hand_index(self) -> dict:
+        return {name: h for h, name in enumerate(self.hand_names)}
+
+    def node_slots(self, node: int) -> slice:
+        """The `slice` of decision node `node`'s slots."""
+        return slice(int(self.node_slot_start[node]), int(self.node_slot_start[node + 1]))
+
+    @functools.cached_property
+    def _hand_sets(self) -> list:
+        return [frozenset(int(c) for c in row) for row in self.hand_cards]
+
+    def is_live(self, node: int, hand: int) -> bool:
+        """Whether `hand` can hold at decision node `node` (shares no dealt card)."""
+        dealt = self.node_dealt[node]
+        return not dealt or self._hand_sets[hand].isdisjoint(dealt)
+
+    def live_hands(self, node: int) -> np.ndarray:
+        """`[H]` bool: the hands that can hold at decision node `node`."""
+        dealt = self.node_dealt[node]
+        if not dealt:
+            return np.ones(len(self.hand_names), bool)
+        return ~np.isin(self.hand_cards, dealt).any(axis=1)
+
+    def decision_nodes(self):
+        """Yield `(code, player, slots, action_names)` per decision node, in slot order."""
+        for i, code in enumerate(self.node_codes):
+            yield code, int(self.node_player[i]), self.node_slots(i), self.action_names[i]
+
+    def infoset_key(self, node: int, hand: int) -> str:
+        """`"P{player}|{hand}|{code}"`, the tabular information-set key of (node, hand)."""
+        return f"P{int(self.node_player[node])}|{self.hand_names[hand]}|{self.node_codes[node]}"
+
+    def infoset_keys(self):
+        """Yield `(key, slots, hand_index)` for every live (decision node, hand), node by node."""
+        for i, code in enumerate(self.node_codes):
+            sl = self.node_slots(i)
+            prefix = f"P{int(self.node_player[i])}|"
+            for h in np.flatnonzero(self.live_hands(i)).tolist():
+                yield f"{prefix}{self.hand_names[h]}|{code}", sl, h
+
+    def infoset_index(self, key: str) -> tuple[slice, int]:
+        """`(slots, hand_index)` of the information set `key` (`"P1|AhKh|k.b10"`).
+
+        Raises:
+          KeyError: no such decision node or hand, the wrong player, or a hand that holds
+            a card dealt above the node (it cannot be there).
+        """
+        parts = str(key).split("|", 2)
+        if len(parts) != 3 or parts[0] not in ("P0", "P1"):
+            raise KeyError(f"{self.name}: no information set {key!r} (expected 'P{{player}}|{{hand}}|{{code}}')")
+        node = self._code_index.get(parts[2])
+        hand = self._hand_index.get(parts[1])
+        if node is None or hand is None or f"P{int(self.node_player[node])}" != parts[0] \
+                or not self.is_live(node, hand):
+            raise KeyError(f"{self.name}: no information set {key!r}")
+        return self.node_slots(node), hand
+
+
+def _static(default):
+    return dataclasses.field(metadata=dict(static=True), default=default)
+
+
+@dataclasses.dataclass(frozen=True)
+class PublicGame:
+    """The public-tree compiled form (see the module docstring).
+
+    Leaves (int32 unless noted; `N1` trunk nodes, `n2` forest nodes per board, `R` forest
+    roots, `B` boards, `S` slots, `I` decision nodes, `H` hands, `C` = 52 cards, `M` the
+    most hands holding one card):
+      trunk_parent, trunk_child_start, trunk_owner: `[N1]`, `[N1 + 1]`, `[N1]` (owner 0 /
+        1 decision, 2 chance, 3 terminal); trunk_lane_slot: `[N1, 2]` global slot
+        multiplying player p's reach on the edge into each node (sentinel `S` unless p
+        owns the parent); trunk_term_pos: `[N1]` row of the trunk's terminal values
+        (folds `0..F1-1`, chance leaves `F1..F1+R-1`, else `F1 + R`: zero).
+      trunk_fold_node: `[F1]`; trunk_fold_payoff: `[F1]` float, player 0's payoff.
+      trunk_slot_node, trunk_slot_child: `[t0 + t1]` trunk node of each trunk slot's
+        decision node and of its action's child (player 0's slots first).
+      root_chance: `[R]` trunk chance node above each forest root (unused on a river).
+      forest_parent, forest_child_start, forest_owner, forest_term_pos: as the trunk's,
+        per board (local node ids; term rows: folds `0..F2-1`, showdowns `F2..F2+K-1`);
+        forest_lane_slot: `[n2, 2]` local slots (player 0's `0..s0-1`, player 1's
+        `s0..s0+s1-1`, sentinel `s0 + s1`); forest_slot_node, forest_slot_child: `[s0 + s1]`;
+        forest_path: `[n2, 2, W]` each player's own local slots root -> node
+        (sentinel-padded); forest_root_of: `[n2]` the root (0..R-1) above each node.
+      forest_fold_node: `[F2]`; forest_fold_payoff: `[F2]` float, player 0's payoff times
+        the chance reach (1/44 below a turn spot's river card);
+        forest_showdown_node: `[K]`; forest_showdown_stake: `[K]` float, chips moving from
+        the weaker hand to the stronger, times the chance reach.
+      board_live: `[B, H]` float, 1 where a hand is live on a board.
+      hand_cards: `[H, 2]` card ids; card_hands: `[C, M]` hands holding each card (padded
+        with `H`).
+      sd_sorted: `[B, H]` hands by ascending strength; sd_card_sorted: `[B, C, M]` each
+        card's hands by ascending strength; sd_index: `[B, H, 6]` prefix positions
+        (`cfrjax.public.terminals.showdown_tables`).
+      dense_showdown: `[B, H, H]` float `compat * sign(s_h - s_h')`, dense_compat: `[H, H]`
+        float (`None` unless built).
+      slot_infoset: `[S]` decision node of each slot (sorted); infoset_slot_start:
+        `[I + 1]`; slot_uniform: `[S]` float `1 / |A|`.
+      weights: `[2, H]` float, the players' range weights (re-targetable).
+      norm: `[]` float, `Z = sum_{h, h'} compat(h, h') w0[h] w1[h']` (re-targetable).
+
+    Static metadata:
+      num_nodes (`N1 + B n2`), num_slots, num_infosets, num_hands, num_boards: sizes.
+      trunk_levels, forest_levels: level offsets; trunk_fanout, forest_fanout: the most
+        children of a node per level; trunk_level_terms, forest_level_terms: whether a
+        level holds terminals (or chance leaves).
+      trunk_slots: `(t0, t1)`; forest_slots: `(s0, s1)`; slot_split: player 0 owns
+        slots `[0, slot_split)` (`t0 + B s0`).
+      dealt: whether the forest lies below a dealt card (turn spots).
+      max_actions: the most actions of a decision node.
+      reduction: `"auto"`, `"pull"` or `"scatter"` (as `CompiledGame.reduction`).
+      terminals: `"auto"` (dense where built and not on CPU, else sorted), `"sorted"` or
+        `"dense"`.
+      labels: `PublicLabels`.
+    """
+
+    trunk_parent: Any
+    trunk_child_start: Any
+    trunk_owner: Any
+    trunk_lane_slot: Any
+    trunk_term_pos: Any
+    trunk_fold_node: Any
+    trunk_fold_payoff: Any
+    trunk_slot_node: Any
+    trunk_slot_child: Any
+    root_chance: Any
+    forest_parent: Any
+    forest_child_start: Any
+    forest_owner: Any
+    forest_lane_slot: Any
+    forest_term_pos: Any
+    forest_slot_node: Any
+    forest_slot_child: Any
+    forest_path: Any
+    forest_root_of: Any
+    forest_fold_node: Any
+    forest_fold_payoff: Any
+    forest_showdown_node: Any
+    forest_showdown_stake: Any
+    board_live: Any
+    hand_cards: Any
+    card_hands: Any
+    sd_sorted: Any
+    sd_card_sorted: Any
+    sd_index: Any
+    slot_infoset: Any
+    infoset_slot_start: Any
+    slot_uniform: Any
+    weights: Any
+    norm: Any
+    dense_showdown: Any = None
+    dense_compat: Any = None
+    num_nodes: int = _static(0)
+    num_slots: int = _static(0)
+    num_infosets: int = _static(0)
+    num_hands: int = _static(0)
+    num_boards: int = _static(1)
+    trunk_levels: tuple = _static(())
+    trunk_fanout: tuple = _static(())
+    trunk_level_terms: tuple = _static(())
+    forest_levels: tuple = _static(())
+    forest_fanout: tuple = _static(())
+    forest_level_terms: tuple = _static(())
+    trunk_slots: tuple = _static((0, 0))
+    forest_slots: tuple = _static((0, 0))
+    slot_split: int = _static(0)
+    dealt: bool = _static(False)
+    max_actions: int = _static(0)
+    reduction: str = _static("auto")
+    terminals: str = _static("auto")
+    labels: PublicLabels | None = _static(None)
+
+    #: Re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one game's leaf.
+    RETARGETABLE = {"weights": 2, "norm": 0}
+
+    def __post_init__(self):
+        if self.reduction not in REDUCTIONS:
+            raise ValueError(f"unknown reduction {self.reduction!r}; allowed: {', '.join(map(repr, REDUCTIONS))}")
+        if self.terminals not in TERMINAL_MODES:
+            raise ValueError(f"unknown terminals {self.terminals!r}; allowed: {', '.join(map(repr, TERMINAL_MODES))}")
+
+    @property
+    def slot_shape(self) -> tuple:
+        """Shape of slot arrays (regrets, averages, policies): `(S, H)`."""
+        return (self.num_slots, self.num_hands)
+
+    @property
+    def num_roots(self) -> int:
+        """Forest roots per board (R)."""
+        return self.forest_levels[1] if len(self.forest_levels) > 1 else 0
+
+    @property
+    def depth(self) -> int:
+        """Levels with children, trunk and forest together."""
+        return max(0, len(self.trunk_levels) - 1) + len(self.forest_levels) - 2
+
+    @property
+    def num_terminals(self) -> int:
+        """Terminal public nodes: trunk folds plus every board's folds and showdowns."""
+        f2 = int(self.forest_fold_node.shape[0]) + int(self.forest_showdown_node.shape[0])
+        return int(self.trunk_fold_node.shape[0]) + self.num_boards * f2
+
+    @property
+    def name(self) -> str:
+        return self.labels.name if self.labels is not None else "public_game"
+
+    def infoset_index(self, key: str) -> tuple[slice, int]:
+        """`(slots, hand_index)`: where information set `key` sits in `[S, H]` arrays
+        (`PublicLabels.infoset_index`); `KeyError` if unknown."""
+        return self.labels.infoset_index(key)
+
+    def decision_nodes(self):
+        """Yield `(code, player, slots, action_names)` per decision node, in slot order."""
+        return self.labels.decision_nodes()
+
+    def sizes(self) -> dict:
+        """Sizes as a plain dict: nodes, infosets (decision nodes), slots, hands, boards,
+        terminals, depth."""
+        return dict(nodes=self.num_nodes, infosets=self.num_infosets, slots=self.num_slots, hands=self.num_hands,
+                    boards=self.num_boards, terminals=self.num_terminals, depth=self.depth,
+                    trunk_nodes=int(self.trunk_parent.shape[0]), forest_nodes=int(self.forest_parent.shape[0]))
+
+
+jax.tree_util.register_dataclass(
+    PublicGame,
+    data_fields=[f.name for f in dataclasses.fields(PublicGame) if not f.metadata.get("static")],
+    meta_fields=[f.name for f in dataclasses.fields(PublicGame) if f.metadata.get("static")],
+)

@@ -1,0 +1,401 @@
+"""The public form's passes (`cfrjax.public.game.PublicGame`): counterfactual values over hands.
+
+Per player p every quantity is a vector over the hand list: reach and values are
+`[n, 2, H, *batch]` (node, player lane, hand, trailing batch axes).
+
+* **Forward**: the root reach of player p is its range `w_p`;
+  `reach[c, p] = reach[parent(c), p] * sigma_ext[lane_slot[c, p]]` (the trunk level by
+  level; the forest as one product along each node's own-decision path), and below the
+  card of board `b` times `board_live[b]` (hands holding the card are dead there).
+  Chance probabilities are not in the reach.
+* **Terminals** (`cfrjax.public.terminals`): from the opponent's reach at every terminal
+  with card removal, times the stake (chance folded in: 1/44 below a turn spot's river
+  card, as the tabular form's `pi_c u`), the player's sign, the own hand's live mask and
+  `1 / Z`: counterfactual values (the opponent's range weight and chance included, the
+  own weight not), equal to the tabular form's divided by `w_p[h]`.
+* **Backward** (`backward`): per level, `v(n) = term(n) + sum_c w(c) v(c)` over the
+  children, `w(c)` = the player's own strategy at its decisions, 1 at the opponent's and
+  at chance nodes; a static Python loop over levels, each one gather-multiply and a
+  segment sum (`cfrjax.passes.segment_total`, pulled or scattered as `game.reduction`
+  says).
+* **Regrets**: `r[slot, h] = v(child) - v(node)` for the acting player; `y` = own
+  reach (range weight included) at the slot's node times the slot's strategy.
+* **Best response**: the same backward pass with the max over actions at the player's
+  own decision nodes, per hand; `BR_p = sum_h w_p[h] v_p(root, h)`.
+
+The trunk runs first (forward), then every board's forest (`_board`: forward, terminals,
+backward, its slots' regrets), then the trunk backward from the boards' summed root
+values. On CPU the boards run one at a time in a loop (each board's arrays, about 1 MB on
+a full-range turn, stay in cache, where all 48 at once would stream through memory),
+elsewhere all at once (`vmap`). One `platform_dependent` per pass picks the lowering: on CPU scattered
+sums, the loop, prefix scans and sorted terminals; elsewhere pulled sums, `vmap`,
+`cumsum` and dense terminals where built (`PublicGame.terminals`, `.reduction` override).
+
+With the tabular deal distribution `w0 w1 / Z`, a tabular regret of (player p, hand h,
+node) equals the public regret times `w_p[h]`, and a tabular average omits the weight the
+public `y` carries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cfrjax import passes
+from cfrjax.passes import lift
+from cfrjax.public import terminals
+from cfrjax.public.game import PublicGame
+
+__all__ = ["backward", "best_response_values", "expected_value", "forward", "infosets", "regret_pass",
+           "scratch_elements", "set_ranges", "strategy_rows"]
+
+
+def _lanes(player) -> tuple:
+    if player is None:
+        return (0, 1)
+    if player not in (0, 1):
+        raise ValueError(f"player must be 0, 1 or None, got {player!r}")
+    return (player,)
+
+
+def _lead(x, k: int):
+    """`x [*batch]` with `k` leading unit axes (a per-game scalar against `[.., *batch]`)."""
+    return jnp.reshape(x, (1,) * k + jnp.shape(x))
+
+
+def _opponent(x, lanes, axis: int):
+    """The opponents' lanes of `lanes` along `axis` (both: reversed)."""
+    if len(lanes) == 2:
+        return jnp.flip(x, axis)
+    q = 1 - lanes[0]
+    return jax.lax.slice_in_dim(x, q, q + 1, axis=axis)
+
+
+class _Tree:
+    """The trunk's or one board's forest arrays (breadth-first levels)."""
+
+    def __init__(self, game: PublicGame, stage: str):
+        get = lambda name: getattr(game, f"{stage}_{name}")   # noqa: E731
+        self.parent, self.child_start, self.owner = get("parent"), get("child_start"), get("owner")
+        self.lane_slot, self.term_pos = get("lane_slot"), get("term_pos")
+        self.levels, self.fanout, self.terms = get("levels"), get("fanout"), get("level_terms")
+        self.path = getattr(game, f"{stage}_path", None)
+        self.root_of = getattr(game, f"{stage}_root_of", None)
+
+
+def forward(tree: _Tree, sigma_ext, root, nd: int):
+    """Own reach `[n, 2, H, *batch]` of both players at the tree's nodes: `reach[c, p] =
+    reach[parent(c), p] * sigma_ext[lane_slot[c, p]]`, the roots' (level 0) given by `root`.
+
+    The forest multiplies each node's own-decision path (`path`, root first), one fused
+    kernel; the trunk goes level by level (a fused chain of levels would recompute the
+    levels above every node)."""
+    if tree.path is not None:
+        out = root[tree.root_of]
+        for k in range(tree.path.shape[-1]):
+            out = out * lift(sigma_ext[tree.path[..., k]], nd)
+        return out
+    ls = tree.levels
+    reach = [root]
+    for d in range(1, len(ls) - 1):
+        lo, hi = ls[d], ls[d + 1]
+        reach.append(reach[-1][tree.parent[lo:hi] - ls[d - 1]] * lift(sigma_ext[tree.lane_slot[lo:hi]], nd))
+    return jnp.concatenate(reach)
+
+
+def backward(tree: _Tree, sigma_ext, tv, lanes: tuple, pull: bool, best_response: bool = False):
+    """Values `[n, L, H, *batch]` of `lanes`' players, deepest level first:
+    `v(n) = tv[term_pos[n]] + sum_c w(c) v(c)` with `w` the player's own strategy at its
+    decisions and 1 elsewhere (chance is in the terminal values). With `best_response`
+    (both lanes), each player takes the max over its own actions instead."""
+    ls = tree.levels
+    last = len(ls) - 2
+    nd = tv.ndim
+    vals = [tv[tree.term_pos[ls[last]:ls[last + 1]]]]
+    for d in range(last - 1, -1, -1):
+        lo, hi, chi = ls[d], ls[d + 1], ls[d + 2]
+        start = tree.child_start[lo:hi + 1] - hi
+        seg = tree.parent[hi:chi] - lo
+        child = vals[-1]
+        if not best_response:
+            w = lift(sigma_ext[tree.lane_slot[hi:chi, lanes[0]:lanes[-1] + 1]], nd)
+            total = passes.segment_total(w * child, start, tree.fanout[d], seg, pull=pull)
+        else:
+            player = jnp.arange(2, dtype=tree.owner.dtype)
+            own = lift(tree.owner[tree.parent[hi:chi]][:, None] == player[None, :], nd)
+            total = passes.segment_total(jnp.where(own, 0.0, child), start, tree.fanout[d], seg, pull=pull)
+            best = jax.ops.segment_max(jnp.where(own, child, -jnp.inf), seg, num_segments=hi - lo,
+                                       indices_are_sorted=True)
+            mine = lift(tree.owner[lo:hi][:, None] == player[None, :], nd)
+            total = jnp.where(mine, best, total)
+        if tree.terms[d]:
+            total = total + tv[tree.term_pos[lo:hi]]
+        vals.append(total)
+    return jnp.concatenate(vals[::-1])
+
+
+def _fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool):
+    """Fold terminals' values `[F, L, H, *batch]` of `lanes`' players."""
+    nd = reach.ndim
+    sign = jnp.asarray(np.array([1.0, -1.0])[list(lanes)], reach.dtype)
+    c = terminals.fold_compat(game, _opponent(reach[nodes], lanes, 1), cpu)
+    return c * lift(payoff.astype(reach.dtype)[:, None] * sign[None, :], nd) * inv_z
+
+
+def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
+    """One board's forest: values at its roots (chance included), and for `mode ==
+    "regret"` the new regrets and average terms of its slots, per lane."""
+    nd = root.ndim
+    dt = root.dtype
+    tree = _Tree(game, "forest")
+    s0, s1 = game.forest_slots
+    if game.dealt:
+        live = lift(xs["live"].astype(dt)[None, None], nd)                  # [1, 1, H]
+        root = root * live
+    ones = jnp.ones((1,) + xs["sig0"].shape[1:], sigma_ext.dtype)
+    sig = jnp.concatenate([xs["sig0"], xs["sig1"], ones])                   # [s0 + s1 + 1, H, *b]
+    reach = forward(tree, sig, root, nd)
+    inv_z = _lead(1.0 / game.norm.astype(dt), 3)
+    tvf = _fold_values(game, reach, game.forest_fold_node, game.forest_fold_payoff, lanes, inv_z, cpu)
+    tvs = terminals.showdown_diff(game, xs, _opponent(reach[game.forest_showdown_node], lanes, 1), cpu)
+    tvs = tvs * lift(game.forest_showdown_stake.astype(dt)[:, None], nd) * inv_z
+    tv = jnp.concatenate([tvf, tvs])
+    if game.dealt:
+        tv = tv * live
+    tv = jnp.concatenate([tv, jnp.zeros((1,) + tv.shape[1:], dt)])
+    vals = backward(tree, sig, tv, lanes, _pull(game, cpu), best_response=mode == "br")
+    out = {"root": vals[:game.num_roots]}
+    if mode == "regret":
+        for i, p in enumerate(lanes):
+            lo, hi = (0, s0) if p == 0 else (s0, s0 + s1)
+            node, child = game.forest_slot_node[lo:hi], game.forest_slot_child[lo:hi]
+            out[f"regret{p}"] = xs[f"regret{p}"] + (vals[child, i] - vals[node, i])
+            out[f"y{p}"] = reach[node, p] * lift(sig[lo:hi], nd - 1)
+    return out
+
+
+_TABLES = ("sd_sorted", "sd_card_sorted", "sd_index")
+
+
+def _pull(game: PublicGame, cpu: bool) -> bool:
+    """Whether tree sums gather-and-add (`CompiledGame.reduction`; "auto": not on CPU)."""
+    return game.reduction == "pull" or (game.reduction == "auto" and not cpu)
+
+
+def _on_platform(run):
+    """`run(cpu)` lowered for the platform: one `platform_dependent` for the whole pass
+    (tree sums, the map over boards, prefix sums and the terminal form follow from it)."""
+    return jax.lax.platform_dependent(cpu=lambda: run(True), default=lambda: run(False))
+
+
+def _board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b=None) -> dict:
+    """The inputs to `_board`: tables, live hands, strategy and regret rows; of board `b`
+    (dynamic slices), or of every board, board-major (static slices and reshapes,
+    nothing gathered) when `b` is `None`."""
+    B = game.num_boards
+    (t0, t1), (s0, s1), split = game.trunk_slots, game.forest_slots, game.slot_split
+    names = _TABLES + (("dense_showdown",) if terminals.dense_used(game, cpu) else ())
+    if b is None:
+        xs = {k: getattr(game, k) for k in names}
+        xs["live"] = game.board_live
+
+        def rows(a, start, size):
+            return a[start:start + B * size].reshape((B, size) + a.shape[1:])
+    else:
+        xs = {k: jax.lax.dynamic_index_in_dim(getattr(game, k), b, 0, keepdims=False) for k in names}
+        xs["live"] = jax.lax.dynamic_index_in_dim(game.board_live, b, 0, keepdims=False)
+
+        def rows(a, start, size):
+            return jax.lax.dynamic_slice_in_dim(a, start + b * size, size, 0)
+    xs["sig0"] = rows(sigma_ext, t0, s0)
+    xs["sig1"] = rows(sigma_ext, split + t1, s1)
+    if regret is not None:
+        for p in lanes:
+            t, s = (t0, s0) if p == 0 else (t1, s1)
+            xs[f"regret{p}"] = rows(regret, base[p] + t, s)
+    return xs
+
+
+def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool):
+    """Run `f` (`_board`) on every board: `(sum of root values, regret, y)` with the
+    forests' rows of `regret` / `y` (`[hi - lo, H, *batch]`, `None` unless regrets are
+    wanted) filled in (the trunk's rows: `regret` as given, `y` zero). On CPU a loop over
+    the boards (each board's arrays stay in cache), elsewhere all at once (`vmap`)."""
+    B = game.num_boards
+    (t0, t1), (s0, s1) = game.trunk_slots, game.forest_slots
+    rows = lambda p: (t0, s0) if p == 0 else (t1, s1)   # noqa: E731
+    want = regret is not None
+    if B == 1:
+        xs = _board_inputs(game, sigma_ext, lanes, regret, base, cpu)
+        out = jax.tree.map(lambda a: a[None], f(jax.tree.map(lambda a: a[0], xs)))
+    elif cpu:   # slices taken inside the loop: no copies of the [S, H] inputs
+        out = jax.lax.map(lambda b: f(_board_inputs(game, sigma_ext, lanes, regret, base, cpu, b)), jnp.arange(B))
+    else:
+        out = jax.vmap(f)(_board_inputs(game, sigma_ext, lanes, regret, base, cpu))
+    if not want:
+        return jnp.sum(out["root"], axis=0), None, None
+    regs, ys = [], []
+    for p in lanes:
+        t, s = rows(p)
+        if t:
+            regs.append(regret[base[p]:base[p] + t])
+            ys.append(jnp.zeros((t,) + regret.shape[1:], sigma_ext.dtype))
+        regs.append(out[f"regret{p}"].reshape((B * s,) + regret.shape[1:]))
+        ys.append(out[f"y{p}"].reshape((B * s,) + regret.shape[1:]))
+    return jnp.sum(out["root"], axis=0), jnp.concatenate(regs), jnp.concatenate(ys)
+
+
+def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regret=None):
+    """Trunk forward, every board's forest, trunk backward.
+
+    Returns `(root values [L, H, *batch], new regret, y)` (the last two for `mode ==
+    "regret"`, for `lanes`' slots in slot order)."""
+    dt = sigma_ext.dtype
+    weights = game.weights.astype(dt)
+    batch = jnp.broadcast_shapes(sigma_ext.shape[2:], weights.shape[2:], jnp.shape(game.norm))
+    nd = 3 + len(batch)
+    H = game.num_hands
+    (t0, t1), split = game.trunk_slots, game.slot_split
+    root = jnp.broadcast_to(lift(weights, nd - 1)[None], (1, 2, H) + batch)
+    trunk = _Tree(game, "trunk")
+    has_trunk = len(trunk.levels) > 0
+    if has_trunk:
+        reach1 = forward(trunk, sigma_ext, root, nd)
+        forest_root = reach1[game.root_chance]
+    else:
+        forest_root = root
+    offsets = {0: 0, 1: split}
+    base = {p: offsets[p] - offsets[lanes[0]] for p in lanes}
+    want = mode == "regret"
+    if want:
+        regret = jnp.broadcast_to(regret, regret.shape[:2] + batch) if regret.ndim - 2 < len(batch) else regret
+    chance, new, y = _boards(game, lambda x: _board(game, x, forest_root, sigma_ext, lanes, mode, cpu),
+                             sigma_ext, lanes, regret if want else None, base, cpu)
+    if not has_trunk:
+        return chance[0], new, y
+    inv_z = _lead(1.0 / game.norm.astype(dt), 3)
+    tvf = _fold_values(game, reach1, game.trunk_fold_node, game.trunk_fold_payoff, lanes, inv_z, cpu)
+    tv = jnp.concatenate([tvf, chance, jnp.zeros((1,) + chance.shape[1:], dt)])
+    vals1 = backward(trunk, sigma_ext, tv, lanes, _pull(game, cpu), best_response=mode == "br")
+    if not want:
+        return vals1[0], None, None
+    for i, p in enumerate(lanes):
+        t = t0 if p == 0 else t1
+        if not t:
+            continue
+        lo = 0 if p == 0 else t0
+        node, child = game.trunk_slot_node[lo:lo + t], game.trunk_slot_child[lo:lo + t]
+        b0 = base[p]
+        new = new.at[b0:b0 + t].add(vals1[child, i] - vals1[node, i])
+        y = y.at[b0:b0 + t].set(reach1[node, p] * lift(sigma_ext[offsets[p]:offsets[p] + t], nd - 1))
+    return vals1[0], new, y
+
+
+def regret_pass(game: PublicGame, sigma_ext, regret, player):
+    """One forward and one backward pass under `sigma_ext` `[S + 1, H, *batch]`.
+
+    Args:
+      game: the public game.
+      sigma_ext: current strategy of all slots, sentinel row `S` all ones.
+      regret: `[hi - lo, H, *batch]` cumulative regret of `player`'s slots
+        (`cfrjax.passes.slot_range`).
+      player: 0, 1, or `None` (both, from the same profile).
+
+    Returns:
+      `(regret + r, y)`: `r[slot, h]` = counterfactual value of the slot's child minus
+      its node's, for hand `h` of the acting player (opponent reach with its range
+      weight, times chance, over `Z`; the own range weight not included); `y [hi - lo,
+      H, *batch]` = own reach (range weight included) at the slot's node times
+      `sigma_ext[slot]`.
+    """
+    lanes = _lanes(player)
+    return _on_platform(lambda cpu: _sweep(game, sigma_ext, lanes, "regret", cpu, regret)[1:])
+
+
+def _weighted(game: PublicGame, root, lanes):
+    w = game.weights.astype(root.dtype)[lanes[0]:lanes[-1] + 1]
+    return jnp.sum(lift(w, root.ndim) * root, axis=1)
+
+
+def best_response_values(game: PublicGame, policy):
+    """`[2, *batch]`: `BR_p = sum_h w_p[h] v_p^BR(root, h)`, the value of player p's best
+    response to the opponent's part of `policy` `[S, H, *batch]` (exact, one pass)."""
+    def run(cpu):
+        return _weighted(game, _sweep(game, passes.extend(policy), (0, 1), "br", cpu)[0], (0, 1))
+    return _on_platform(run)
+
+
+def expected_value(game: PublicGame, policy):
+    """Player 0's expected payoff `[*batch]` when both play `policy` `[S, H, *batch]`."""
+    def run(cpu):
+        return _weighted(game, _sweep(game, passes.extend(policy), (0,), "ev", cpu)[0], (0,))[0]
+    offset = game.labels.payoff_offset if game.labels is not None else 0.0
+    return _on_platform(run) + offset
+
+
+def set_ranges(game: PublicGame, w0, w1) -> PublicGame:
+    """`game` with new range weights `[H, *batch]` and their normaliser (jittable).
+
+    `Z = sum_h w0[h] sum_{h'} compat(h, h') w1[h']`; no shape or static field changes, so
+    a jitted solve does not retrace. A range pair without a compatible deal gives `Z = 0`
+    (infinite values).
+    """
+    dt = game.weights.dtype
+    w0, w1 = jnp.asarray(w0, dt), jnp.asarray(w1, dt)
+    if w0.shape[:1] != (game.num_hands,) or w1.shape[:1] != (game.num_hands,):
+        raise ValueError(f"ranges have shapes {w0.shape} and {w1.shape}, expected [{game.num_hands}, *batch] "
+                         f"(one weight per hand of the game's hand list)")
+    weights = jnp.stack(jnp.broadcast_arrays(w0, w1))
+    compat = terminals.compat_sums(weights[1], game.hand_cards, game.card_hands)
+    norm = jnp.sum(weights[0] * compat, axis=0)
+    return dataclasses.replace(game, weights=weights, norm=norm)
+
+
+def scratch_elements(game: PublicGame, order: str) -> dict:
+    """Per-subgame elements of an iteration's main buffers (memory plan rows), with every
+    board's forest in flight at once (as on accelerators; the CPU loop holds one board)."""
+    S, H, B = game.num_slots, game.num_hands, game.num_boards
+    n1 = int(game.trunk_parent.shape[0])
+    n2 = int(game.forest_parent.shape[0])
+    f2, k = int(game.forest_fold_node.shape[0]), int(game.forest_showdown_node.shape[0])
+    C, M = game.card_hands.shape
+    lanes = 2 if order == "simultaneous" else 1
+    rows = {"strategy + sentinel": (S + 1) * H, "information-set totals": S * H,
+            "reach and strategy factors": 4 * (n1 + B * n2) * H,
+            "values": lanes * (n1 + B * n2) * H, "child contributions": lanes * (n1 + B * n2) * H,
+            "terminal reach and values": 2 * lanes * B * (f2 + k) * H,
+            "regret terms": S * H, "average term": S * H}
+    if not terminals.dense_used(game, cpu=False):
+        rows["showdown prefix sums"] = lanes * B * k * ((H + 1) + C * (M + 1) + 8 * H)
+    return rows
+
+
+def infosets(game: PublicGame):
+    """Yield `(key, player, action names, (slots, hand))` per live (decision node, hand),
+    node by node, hand by hand; `policy[(slots, hand)]` are the set's probabilities."""
+    labels = game.labels
+    for i, (code, player, sl, names) in enumerate(labels.decision_nodes()):
+        prefix = f"P{player}|"
+        for h in np.flatnonzero(labels.live_hands(i)).tolist():
+            yield f"{prefix}{labels.hand_names[h]}|{code}", player, names, (sl, h)
+
+
+def strategy_rows(game: PublicGame, policy, min_probability: float = 0.0) -> list[dict]:
+    """Rows `{"infoset", "player", "action", "probability", "hand", "history"}`, one per
+    live (decision node, hand, action), node by node, hand by hand."""
+    p = np.asarray(jax.device_get(policy), np.float64)
+    labels = game.labels
+    rows = []
+    for i, (code, player, sl, names) in enumerate(labels.decision_nodes()):
+        for h in np.flatnonzero(labels.live_hands(i)).tolist():
+            hand = labels.hand_names[h]
+            key = f"P{player}|{hand}|{code}"
+            for a, name in enumerate(names):
+                prob = float(p[sl.start + a, h])
+                if prob >= min_probability:
+                    rows.append({"infoset": key, "player": player, "action": str(name), "probability": prob,
+                                 "hand": hand, "history": code})
+    return rows

@@ -1,0 +1,210 @@
+"""Terminal values of the public form with card removal: per-card sums and sorted prefix sums, or dense.
+
+Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a terminal,
+`compat(h, h') = 1` when the two hands share no card, `c1, c2` the cards of hand `h`.
+
+* **Fold** (`fold_compat`): `C(h) = sum_{h'} compat(h, h') r[h'] = T - S[c1] - S[c2] + r[h]`
+  with `T = sum r` and `S[c]` the reach of the hands holding card `c` (both players share
+  one hand list, so the opponent's copy of `h` itself, counted in both `S` terms, is
+  `r[h]`). O(H) per terminal: one gather of each card's hands (`card_hands`).
+* **Showdown** (`showdown_diff`): `D(h) = Wk(h) - St(h)`, the compatible opponent reach
+  with weaker minus with stronger hands (ties count zero). With `P` the exclusive prefix
+  sums of `r` in ascending strength order on the terminal's board, and `P_c` those of
+  the hands holding card `c` (each card's hands sorted by strength too):
+
+      Wk(h) = P[lt] - P_c1[lt1] - P_c2[lt2]
+      St(h) = (P[H] - P[le]) - (P_c1[end] - P_c1[le1]) - (P_c2[end] - P_c2[le2])
+
+  where `lt` / `le` count the hands weaker than / not stronger than `h` (in all of the
+  list, or in card `c`'s list). No own-hand correction is needed: `h` is neither weaker
+  nor stronger than itself. O(H) per terminal after one sort per board (build time:
+  `showdown_tables`): gathers, prefix sums, gathers, for all of a board's showdowns
+  (and both players, and batch entries) at once.
+* **Dense** alternative: `D = M_b r` with `M_b[h, h'] = compat * sign(s_h - s_h')` per
+  board (one matmul for all of a board's showdowns; the boards `vmap`ped into one
+  batched matmul on accelerators) and `C = compat r` (one matmul). O(H^2) per terminal
+  but one large kernel: it wins where launches dominate (one spot on a GPU); the sorted
+  form wins where memory traffic dominates (CPU, large batches, many boards).
+  `PublicGame.terminals` picks (`"auto"`: sorted on CPU, dense elsewhere when the
+  matrices were built: `build_public` builds them below a size limit and not for a CPU
+  backend).
+
+Both are exact and agree in float64 to rounding. Values here are raw (no stake, sign,
+normaliser or live mask): `cfrjax.public.passes` applies those.
+
+Layouts: the sorted variants work hand-major, `[H, Q]` (terminals and batch entries
+flattened behind the hands): every gather moves contiguous rows of Q numbers, and the
+prefix sums run down the rows (a parallel prefix scan on CPU, where XLA's cumulative sum
+is a slow reduce-window; `jnp.cumsum` elsewhere). With `G = P - P[H] / 2` and
+`D_c = P_c - P_c[M] / 2` a showdown value is six gathered terms:
+`G[lt] + G[le] - D_c1[lt1] - D_c1[le1] - D_c2[lt2] - D_c2[le2]`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+NUM_CARDS = 52
+
+# ----------------------------------------------------------------------------------------
+# Build time (NumPy).
+
+
+def compat_matrix(hand_cards: np.ndarray) -> np.ndarray:
+    """`[H, H]` bool: the two hands share no card."""
+    hc = np.asarray(hand_cards)
+    return ~(hc[:, None, :, None] == hc[None, :, None, :]).any(axis=(2, 3))
+
+
+def card_table(hand_cards: np.ndarray, num_cards: int = NUM_CARDS) -> np.ndarray:
+    """`[C, M]` int32: the hands holding each card (ascending), padded with `H`."""
+    hc = np.asarray(hand_cards, np.int64)
+    H = hc.shape[0]
+    lists = [np.flatnonzero((hc == c).any(1)) for c in range(num_cards)]
+    M = max(1, max(len(x) for x in lists))
+    out = np.full((num_cards, M), H, np.int32)
+    for c, x in enumerate(lists):
+        out[c, :len(x)] = x
+    return out
+
+
+def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np.ndarray) -> dict:
+    """Sorted-showdown tables of `B` boards (see the module docstring).
+
+    Args:
+      strength: `[B, H]` int hand strengths per board (higher wins; dead hands may hold
+        any value, e.g. -1: their reach and values are masked elsewhere).
+      hand_cards: `[H, 2]` card ids.
+      card_hands: `[C, M]` from `card_table`.
+
+    Returns:
+      dict of int32 arrays: `sd_sorted [B, H]` (hands by ascending strength),
+      `sd_card_sorted [B, C, M]` (each card's hands by ascending strength, padding last),
+      `sd_index [B, H, 6]`: per hand, rows of the concatenation of `G = P - P[H] / 2`
+      `[H + 1]` and `-D_c = P_c[M] / 2 - P_c` `[C, M + 1]` (flattened): `G[lt], G[le],
+      -D_c1[lt1], -D_c1[le1], -D_c2[lt2], -D_c2[le2]`, whose sum is `Wk - St`
+      (`= P[lt] + P[le] - P[H] - sum_k (P_ck[ltk] + P_ck[lek] - P_ck[M])`).
+    """
+    s = np.asarray(strength, np.int64)
+    B, H = s.shape
+    hc = np.asarray(hand_cards, np.int64)
+    C, M = card_hands.shape
+    order = np.argsort(s, axis=1, kind="stable")
+    ss = np.take_along_axis(s, order, 1)
+    big = int(s.max(initial=0)) + 1
+    spad = np.concatenate([s, np.full((B, 1), big, np.int64)], axis=1)       # [B, H + 1]
+    card_sorted = np.empty((B, C, M), np.int32)
+    index = np.empty((B, H, 6), np.int64)
+    for b in range(B):
+        lt = np.searchsorted(ss[b], s[b], "left")
+        le = np.searchsorted(ss[b], s[b], "right")
+        sx = spad[b][card_hands]                                             # [C, M]
+        idx = np.argsort(sx, axis=1, kind="stable")
+        card_sorted[b] = np.take_along_axis(card_hands, idx, 1)
+        own = np.take_along_axis(sx, idx, 1)[hc]                             # [H, 2, M] sorted strengths
+        mine = s[b][:, None, None]
+        lt_k = (own < mine).sum(-1)                                          # [H, 2]
+        le_k = (own <= mine).sum(-1)
+        base = H + 1 + hc * (M + 1)                                          # [H, 2]
+        index[b] = np.stack([lt, le, base[:, 0] + lt_k[:, 0], base[:, 0] + le_k[:, 0],
+                             base[:, 1] + lt_k[:, 1], base[:, 1] + le_k[:, 1]], axis=1)
+    return {"sd_sorted": order.astype(np.int32), "sd_card_sorted": card_sorted, "sd_index": index.astype(np.int32)}
+
+
+def dense_tables(strength: np.ndarray, hand_cards: np.ndarray, live: np.ndarray, dtype) -> tuple:
+    """`(dense_showdown [B, H, H], dense_compat [H, H])` in `dtype`:
+    `compat * sign(s_h - s_h') * live_b[h] * live_b[h']` per board, and `compat`."""
+    compat = compat_matrix(hand_cards)
+    s = np.asarray(strength, np.int64)
+    lv = np.asarray(live, bool)
+    out = np.empty((s.shape[0],) + compat.shape, dtype)
+    for b in range(s.shape[0]):
+        out[b] = np.sign(s[b][:, None] - s[b][None, :]) * (compat & lv[b][:, None] & lv[b][None, :])
+    return out, compat.astype(dtype)
+
+
+def dense_bytes(num_boards: int, num_hands: int, itemsize: int) -> int:
+    """Bytes of the dense matrices (`dense_tables`)."""
+    return (num_boards + 1) * num_hands * num_hands * itemsize
+
+
+# ----------------------------------------------------------------------------------------
+# Device (jittable). The sorted variants work hand-major, `[H, Q]` (hands first, terminals
+# and batch entries flattened behind): each gather moves contiguous rows of Q numbers and
+# the prefix sums run down the rows.
+
+
+def exclusive_prefix(x, cpu: bool):
+    """`[n, ...] -> [n + 1, ...]`: `out[j] = x[0] + ... + x[j - 1]` along the leading axis
+    (on CPU a parallel prefix scan, where XLA's cumulative sum is a slow reduce-window and
+    a loop runs its body as separate kernels every step; `cumsum` elsewhere)."""
+    inclusive = jax.lax.associative_scan(jnp.add, x, axis=0) if cpu else jnp.cumsum(x, axis=0)
+    return jnp.concatenate([jnp.zeros_like(x[:1]), inclusive])
+
+
+def _pad_zero(x):
+    """`[H, ...] -> [H + 1, ...]`: a zero row, the target of padded indices."""
+    return jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
+
+
+def compat_sums(x, hand_cards, card_hands):
+    """`C[h] = sum_{h'} compat(h, h') x[h']` of a hand-major `x [H, ...]` (inclusion-exclusion)."""
+    per_card = jnp.sum(_pad_zero(x)[card_hands], axis=1)                     # [C, ...]
+    s = per_card[hand_cards]                                                 # [H, 2, ...]
+    return jnp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + x
+
+
+def _showdown_sorted_hm(board: dict, x, cpu: bool):
+    """One board: hand-major `x [H, Q]` -> `D [H, Q]` (module docstring)."""
+    H = x.shape[0]
+    xz = _pad_zero(x)
+    C, M = board["sd_card_sorted"].shape
+    gathered = xz[jnp.concatenate([board["sd_sorted"], board["sd_card_sorted"].reshape(-1)])]
+    prefix = exclusive_prefix(gathered[:H], cpu)                              # [H + 1, Q]
+    cprefix = exclusive_prefix(jnp.swapaxes(gathered[H:].reshape((C, M) + x.shape[1:]), 0, 1), cpu)   # [M + 1, C, Q]
+    g = prefix - 0.5 * prefix[-1:]
+    neg_d = jnp.swapaxes(0.5 * cprefix[-1:] - cprefix, 0, 1).reshape((C * (M + 1),) + x.shape[1:])
+    # Six rows per hand, all added (the card terms are stored negated). A reduction, not
+    # adds: XLA would fuse adds with the transpose that follows and gather single numbers.
+    return jnp.sum(jnp.concatenate([g, neg_d])[board["sd_index"]], axis=1)
+
+
+def _rows(r, fn):
+    """Apply `fn` to `r [T, L, H, *batch]` hand-major (`[H, Q]`) and restore the shape."""
+    x = jnp.moveaxis(r, 2, 0)                                                # [H, T, L, *batch]
+    out = fn(x.reshape((x.shape[0], -1))).reshape(x.shape)
+    return jnp.moveaxis(out, 0, 2)
+
+
+def dense_used(game, cpu: bool) -> bool:
+    """Whether the dense terminal form is used (`PublicGame.terminals`) on this platform."""
+    if game.terminals == "dense" and game.dense_showdown is None:
+        raise ValueError("terminals='dense' needs the dense matrices; build the game with terminals='dense'")
+    if game.terminals == "sorted" or game.dense_showdown is None:
+        return False
+    return game.terminals == "dense" or not cpu
+
+
+def fold_compat(game, r, cpu: bool):
+    """`r [F, L, H, *batch]` opponent reach at fold terminals -> `C [F, L, H, *batch]`."""
+    if r.shape[0] == 0:
+        return r
+    if dense_used(game, cpu):
+        hi = jax.lax.Precision.HIGHEST
+        return _rows(r, lambda x: jnp.matmul(game.dense_compat.astype(r.dtype), x, precision=hi))
+    return _rows(r, lambda x: compat_sums(x, game.hand_cards, game.card_hands))
+
+
+def showdown_diff(game, board: dict, r, cpu: bool):
+    """`r [K, L, H, *batch]` opponent reach at one board's showdowns -> `Wk - St`, same shape.
+
+    `board`: that board's slices of the tables (`sd_sorted [H]`, `sd_card_sorted [C, M]`,
+    `sd_index [H, 6]`, and `dense_showdown [H, H]` when used)."""
+    if r.shape[0] == 0:
+        return r
+    if dense_used(game, cpu):
+        hi = jax.lax.Precision.HIGHEST
+        return _rows(r, lambda x: jnp.matmul(board["dense_showdown"].astype(r.dtype), x, precision=hi))
+    return _rows(r, lambda x: _showdown_sorted_hm(board, x, cpu))

@@ -1,0 +1,81 @@
+"""The command line as a user meets it: every error one line with exit code 2, Ctrl-C one
+line with exit code 130, too-large OpenSpiel games refused by an estimate within seconds,
+shipped specs solved by name."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _env(**extra):
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    env.update(extra)
+    return env
+
+
+def _cli(*args, timeout=120, **env):
+    return subprocess.run([sys.executable, "-m", "cfrjax", *args], capture_output=True, text=True, env=_env(**env),
+                          timeout=timeout, cwd=ROOT)
+
+
+BAD = [
+    (["solve", "kuhn_poker", "--rule", "nonsense"], "invalid choice: 'nonsense'"),
+    (["solve", "kuhn_poker", "--dtype", "float16"], "invalid choice: 'float16'"),
+    (["solve", "kuhn_poker", "--iterations", "ten"], "invalid int value: 'ten'"),
+    (["solve", "kuhn_poker", "--iterations", "0"], "--iterations must be positive"),
+    (["solve", "kuhn_poker", "--form", "public"], "only in the 'tabular' form"),
+    (["solve"], "the following arguments are required: game"),
+    (["bogus"], "invalid choice: 'bogus'"),
+    ([], "the following arguments are required: command"),
+]
+
+
+@pytest.mark.parametrize("args,needle", BAD, ids=[" ".join(a) or "no-args" for a, _ in BAD])
+def test_every_error_is_one_line_with_exit_code_2(args, needle):
+    out = _cli(*args)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("cfrjax: error:"), (args, out.stderr)
+    assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("game", ["chess", "goofspiel(num_cards=13)"])
+def test_too_large_openspiel_games_fail_fast_naming_the_estimate(game):
+    out = _cli("solve", game, timeout=10)   # a walk would run for minutes; the estimate answers in seconds
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert "histories or more (estimated from random playouts)" in lines[0] and "max_nodes=50,000,000" in lines[0]
+
+
+def test_ctrl_c_without_checkpoint_is_one_line_and_130():
+    proc = subprocess.Popen([sys.executable, "-m", "cfrjax", "solve", "kuhn_poker", "--iterations", "100000",
+                             "--eval-every", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_env(CFRJAX_TEST_CHUNK_DELAY_S="0.2"), cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60          # until the memory-plan line: building and loading are over
+        line = ""
+        while "memory plan" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+        time.sleep(8.0)                           # compiled, and chunks run (each sleeps 0.2 s)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    lines = [x for x in err.strip().splitlines() if x.strip()]
+    assert proc.returncode == 130, err
+    assert len(lines) == 1 and lines[0].startswith("cfrjax: interrupted at iteration "), err
+    assert "exploitability" in lines[0]
+
+
+def test_shipped_spec_solves_by_name_in_public_form():
+    import json
+    out = _cli("solve", "hunl_river_full", "--iterations", "20", "--json")
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout.strip().splitlines()[-1])
+    assert rec["game"] == "hunl_river_full" and rec["form"] == "public" and rec["iterations"] == 20
+    assert rec["exploitability"] > 0

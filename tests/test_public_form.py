@@ -1,0 +1,385 @@
+"""The public-tree form of poker subgames (`cfrjax.public`, `cfrjax.games.poker.public`).
+
+Checked against an independent brute-force evaluator (`poker_brute_force.py`: its own
+betting tree, eval7 strengths, deal by deal), against the tabular form built by
+`build_spec` (best responses, values, one iteration's regrets and average terms, three CFR
+iterations), sorted vs dense terminals and the accelerator lowering, `set_ranges` vs a
+fresh build without retracing, and trailing batch axes.
+
+Compiles dominate the time here, so tests share games (same betting tree and hand list ->
+same static metadata -> the jitted functions below are reused).
+"""
+
+import dataclasses
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax import passes
+from cfrjax.games.poker import PokerSpecError, PokerSubgameSpec, build_spec, load_libratus_endgame, load_poker_config
+from cfrjax.games.poker.public import build_public
+from cfrjax.public import passes as pp
+from cfrjax.public.game import PublicGame
+
+jax.config.update("jax_enable_x64", True)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBRATUS = "/work/shared/data/libratus-endgames"
+RIVER = "Ks Js Th 7d 2c"
+TURN = "Ks Js Th 7d"
+
+regret_pass = jax.jit(pp.regret_pass, static_argnums=3)
+tabular_step = jax.jit(cfrjax.step)
+
+
+@jax.jit
+def evaluate(game, policy):
+    """`(best-response values [2], expected value [])` of the public form."""
+    return pp.best_response_values(game, policy), pp.expected_value(game, policy)
+
+
+# ----------------------------------------------------------------------------------------
+# Helpers.
+
+
+def random_policy(game: PublicGame, seed: int, zeros: float = 0.2):
+    """`[S, H]` random behaviour policy (some exact zeros), normalised per (node, hand)."""
+    rng = np.random.default_rng(seed)
+    x = rng.random(game.slot_shape) ** 2
+    x = np.where(rng.random(game.slot_shape) < zeros, 0.0, x)
+    start = np.asarray(game.infoset_slot_start)
+    tot = np.add.reduceat(x, start[:-1], axis=0)[np.asarray(game.slot_infoset)]
+    x = np.where(tot > 0, x / np.where(tot > 0, tot, 1), np.asarray(game.slot_uniform)[:, None])
+    return jnp.asarray(x)
+
+
+def policy_dict(game: PublicGame, policy) -> dict:
+    p = np.asarray(policy)
+    return {key: tuple(p[sl, h]) for key, sl, h in game.labels.infoset_keys()}
+
+
+_MAPS = {}
+
+
+def slot_map(game: PublicGame, tab):
+    """`(public slot, hand, player)`, each `[S_tab]`, of every tabular slot (by key)."""
+    k = (game.labels.fingerprint, tab.labels.fingerprint)
+    if k not in _MAPS:
+        slots, hands, players = (np.zeros(tab.num_slots, int) for _ in range(3))
+        for key, sl in tab.infoset_slots().items():
+            psl, h = game.infoset_index(key)
+            assert psl.stop - psl.start == sl.stop - sl.start, key
+            slots[sl], hands[sl], players[sl] = np.arange(psl.start, psl.stop), h, int(key[1])
+        _MAPS[k] = slots, hands, players
+    return _MAPS[k]
+
+
+def tabular_of(game: PublicGame, tab, public_array, scale=None):
+    """A tabular `[S_tab]` array from a public `[S, H]` one, optionally times `scale[p, h]`."""
+    slots, hands, players = slot_map(game, tab)
+    out = np.asarray(public_array)[slots, hands]
+    return out if scale is None else out * np.asarray(scale)[players, hands]
+
+
+def public_of(game: PublicGame, tab, tabular_array, fill):
+    """`fill [S, H]` with the entries that have a tabular key taken from `tabular_array`."""
+    slots, hands, _ = slot_map(game, tab)
+    out = np.array(fill)
+    out[slots, hands] = np.asarray(tabular_array)
+    return jnp.asarray(out)
+
+
+def tabular_game(cfg):
+    return cfrjax.compile_game(build_spec(cfg))
+
+
+def spec(name: str) -> str:
+    """Path of a shipped poker spec (`cfrjax/specs/`, formerly `games/`)."""
+    for d in ("cfrjax/specs", "games"):
+        path = os.path.join(ROOT, d, f"{name}.toml")
+        if os.path.exists(path):
+            return path
+    raise FileNotFoundError(name)
+
+
+def hunl_river():
+    return load_poker_config(spec("hunl_river"))
+
+
+def small_turn():
+    return load_poker_config(spec("hunl_turn"), random_hands=5, seed=2)
+
+
+# ----------------------------------------------------------------------------------------
+# Construction and labels.
+
+
+def test_river_tree_shape_and_labels():
+    cfg = hunl_river()
+    g = build_public(cfg)
+    assert g.sizes()["nodes"] == 15 and g.num_infosets == 6 and g.num_slots == 14
+    assert g.num_hands == 1081 and g.slot_shape == (14, 1081) and g.num_boards == 1
+    codes = {code: (p, names) for code, p, _, names in g.decision_nodes()}
+    assert codes[""] == (0, ("check", "bet 10", "bet 20"))
+    assert codes["k"] == (1, ("check", "bet 10", "bet 20"))
+    assert codes["b10"] == (1, ("fold", "call"))
+    assert codes["k.b20"] == (0, ("fold", "call"))
+    sl, h = g.infoset_index("P0|AhAd|k.b10")
+    assert g.labels.hand_names[h] == "AhAd"
+    assert sl == next(s for code, _, s, _ in g.decision_nodes() if code == "k.b10") and sl.stop - sl.start == 2
+    for bad in ("P1|AhAd|k.b10", "P1|KsAh|k", "P1|AhAd|zz", "nonsense"):
+        with pytest.raises(KeyError):
+            g.infoset_index(bad)
+    assert g.labels.source["poker"]["form"] == "public"
+    assert sum(1 for _ in g.labels.infoset_keys()) == 6 * 1081
+    # Ranges are leaves, not part of the static metadata.
+    other = build_public(dataclasses.replace(cfg, random_hands=None, range0="AA,KK", range1="QQ+"))
+    assert other.labels == g.labels and other.weights.shape == g.weights.shape
+    assert set(g.RETARGETABLE) == {"weights", "norm"}
+    rows = pp.strategy_rows(g, random_policy(g, 0))
+    assert len(rows) == 14 * 1081 and rows[0]["hand"] == g.labels.hand_names[0] and rows[0]["history"] == ""
+    assert sum(pp.scratch_elements(g, "simultaneous").values()) > 0
+
+
+def test_turn_tree_shape_and_dead_hands():
+    cfg = PokerSubgameSpec(board=TURN, pot=20, stack=100, bet_fractions=(0.5, 1.0), raise_cap=0, random_hands=6)
+    g = build_public(cfg, hands="support")
+    # 6 turn decision nodes, 5 continuations x 48 river cards x 6 river decision nodes.
+    assert g.num_infosets == 6 + 5 * 48 * 6 and g.num_boards == 48 and g.num_nodes == 15 + 48 * 75
+    hand = g.labels.hand_names[0]
+    sl, h = g.infoset_index(f"P0|{hand}|k.k/2s/")
+    assert sl.stop - sl.start == 3 and h == 0
+    card = hand[:2]
+    with pytest.raises(KeyError):
+        g.infoset_index(f"P0|{hand}|k.k/{card}/")      # the hand holds the river card
+    with pytest.raises(PokerSpecError, match="misses"):
+        build_public(cfg, hands=[g.labels.hand_names[0]])
+    with pytest.raises(PokerSpecError, match="board"):
+        build_public(cfg, hands=["KsAh"])
+
+
+def test_keys_match_tabular():
+    """Every tabular information set is a live public one with the same action names."""
+    cfg = PokerSubgameSpec(board=TURN, pot=20, stack=60, bet_fractions=(1.0, "allin"), raise_cap=1, random_hands=3,
+                           seed=3)
+    g = build_public(cfg, hands="support")
+    tab = tabular_game(cfg)
+    slot_map(g, tab)
+    for key, names in zip(tab.labels.infoset_keys, tab.labels.action_names):
+        sl, _ = g.infoset_index(key)
+        assert tuple(g.labels.action_names[int(np.asarray(g.slot_infoset)[sl.start])]) == tuple(names)
+
+
+# ----------------------------------------------------------------------------------------
+# Against the brute-force evaluator.
+
+
+@pytest.mark.parametrize("case", ["river", "river_raises", "turn"])
+def test_brute_force(case):
+    bf = pytest.importorskip("poker_brute_force", reason="needs eval7")
+    rng = np.random.default_rng(7)
+    if case == "river":
+        board, pot, stack, bets, raises, cap = RIVER, 20, 100, (0.5, 1.0), None, 0
+        h0 = ["AsAh", "QhQd", "KhQh", "9h8h", "Ah2h", "7s7h"]
+        h1 = ["AdKd", "QsQc", "Td9d", "KhKd", "2s2h", "Ah3h"]
+    elif case == "river_raises":
+        board, pot, stack, bets, raises, cap = "Ah 9c 5d 5s 2h", 30, 80, (0.75, "allin"), (1.0,), None
+        h0 = ["AsKs", "5h4h", "9d9h", "KdQd", "3c4c"]
+        h1 = ["AcQc", "5c6c", "9s8s", "AsKs", "2c2d"]
+    else:   # includes an all-in called on the turn (showdown below each river card)
+        board, pot, stack, bets, raises, cap = TURN, 20, 60, (1.0, "allin"), None, 1
+        h0 = ["AsAh", "QhQd", "9h8h", "2c2d"]
+        h1 = ["AdKd", "Qs9s", "KhKd", "8c7c"]
+    w0 = {h: float(rng.uniform(0.2, 1.0)) for h in h0}
+    w1 = {h: float(rng.uniform(0.2, 1.0)) for h in h1}
+    cfg = PokerSubgameSpec(board=board, pot=pot, stack=stack, bet_fractions=bets, raise_fractions=raises,
+                           raise_cap=cap, range0=w0, range1=w1)
+    g = build_public(cfg, hands="support")
+    spot = bf.Spot(board, pot, stack, bets, raises, cap, w0, w1)
+    keys = {k for k, _, _ in g.labels.infoset_keys()}
+    for key, names in spot.infosets().items():
+        assert key in keys, key
+        sl, _ = g.infoset_index(key)
+        assert tuple(g.labels.action_names[int(np.asarray(g.slot_infoset)[sl.start])]) == names
+    assert float(g.norm) == pytest.approx(spot.norm(), rel=1e-14)
+    for seed in range(2):
+        pol = random_policy(g, seed)
+        d = policy_dict(g, pol)
+        br, ev = evaluate(g, pol)
+        assert float(ev) == pytest.approx(spot.expected_value(d), abs=1e-9)
+        assert float(br[0]) == pytest.approx(spot.best_response_value(d, 0), abs=1e-9)
+        assert float(br[1]) == pytest.approx(spot.best_response_value(d, 1), abs=1e-9)
+
+
+# ----------------------------------------------------------------------------------------
+# Against the tabular form.
+
+
+def _configs():
+    yield "hunl_river", hunl_river, None
+    yield "turn", small_turn, "support"
+    # Weighted ranges with board-blocked combos (KK, JTs, ...), on hunl_river's tree (the
+    # public executables are shared with that case).
+    yield "weighted", lambda: dataclasses.replace(
+        hunl_river(), random_hands=None, range0="AA:0.7,KK,JJ:0.5,AQs,KJs:0.3,JTs,77",
+        range1="KK:0.9,QTs,J9s,AhKh:0.4,T8s:0.8,99,22:0.25"), None
+    # A Libratus turn endgame (raises, all-ins on the turn, reach weights).
+    yield "libratus_turn", lambda: load_libratus_endgame(f"{LIBRATUS}/subgame2.txt", top_n=3), "support"
+
+
+@pytest.mark.parametrize("name,make,hands", list(_configs()), ids=[c[0] for c in _configs()])
+def test_against_tabular(name, make, hands):
+    try:
+        cfg = make()
+    except FileNotFoundError:
+        pytest.skip("Libratus endgames not available")
+    g = build_public(cfg, hands=hands)
+    tab = tabular_game(cfg)
+    w = np.asarray(g.weights)
+    pol = random_policy(g, 11)
+    pol_tab = jnp.asarray(tabular_of(g, tab, pol))
+    br, ev = evaluate(g, pol)
+    np.testing.assert_allclose(br, cfrjax.best_response_values(tab, pol_tab), rtol=0, atol=1e-9)
+    assert float(ev) == pytest.approx(float(cfrjax.expected_value(tab, pol_tab)), abs=1e-9)
+    if name.startswith("libratus"):
+        return
+    # One CFR iteration from regrets whose regret matching is `pol`: tabular regret and
+    # first average term (weight 1: the average is y) = public x w_p[h].
+    state = dataclasses.replace(cfrjax.init(tab, rule="cfr", averaging="uniform"), regret=pol_tab)
+    state = tabular_step(tab, state)
+    r_pub, y_pub = regret_pass(g, passes.extend(pol), jnp.zeros(g.slot_shape), None)
+    np.testing.assert_allclose(state.regret - pol_tab, tabular_of(g, tab, r_pub, w), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(state.avg) * tabular_of(g, tab, np.ones(g.slot_shape), w),
+                               tabular_of(g, tab, y_pub), rtol=0, atol=1e-12)
+    if name == "hunl_river":   # alternating halves from one profile equal the simultaneous pass
+        for p in (0, 1):
+            lo, hi = passes.slot_range(g, p)
+            r_p, y_p = regret_pass(g, passes.extend(pol), jnp.zeros((hi - lo, g.num_hands)), p)
+            np.testing.assert_allclose(r_p, r_pub[lo:hi], rtol=0, atol=1e-13)
+            np.testing.assert_allclose(y_p, y_pub[lo:hi], rtol=0, atol=1e-15)
+
+
+def test_cfr_iterations_match_tabular():
+    """Three CFR iterations of a local public loop (regret matching of `[S, H]` regrets,
+    `regret_pass`, running average) against `cfrjax.step` on the tabular form. Regret
+    matching jumps where a regret is exactly 0 in one form and 1e-19 in the other (exact
+    ties, see README), so strategies are compared away from such ties and both forms then
+    play the tabular one."""
+    cfg = small_turn()
+    g = build_public(cfg, hands="support")
+    tab = tabular_game(cfg)
+    w = np.asarray(g.weights)
+    regret, avg = jnp.zeros(g.slot_shape), jnp.zeros(g.slot_shape)
+    state = cfrjax.init(tab, rule="cfr", averaging="uniform")
+    for t in range(1, 4):
+        sigma = passes.regret_matching(g, regret)
+        sigma_tab = np.asarray(cfrjax.current_policy(tab, state))
+        tied = np.asarray(passes.segment_sum_slots(tab, jnp.abs(state.regret))) < 1e-12
+        np.testing.assert_allclose(np.where(tied, 0, tabular_of(g, tab, sigma)), np.where(tied, 0, sigma_tab),
+                                   rtol=0, atol=1e-12)
+        sigma = public_of(g, tab, sigma_tab, sigma)
+        regret, y = regret_pass(g, passes.extend(sigma), regret, None)
+        avg = avg + (y - avg) / t
+        state = tabular_step(tab, state)
+        np.testing.assert_allclose(tabular_of(g, tab, regret, w), state.regret, rtol=0, atol=1e-10)
+    pub_avg = np.asarray(passes.regret_matching(g, avg))   # avg >= 0: normalised per (node, hand)
+    np.testing.assert_allclose(tabular_of(g, tab, pub_avg), cfrjax.average_policy(tab, state), rtol=0, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------
+# Terminal forms and lowerings, set_ranges, batch axes.
+
+
+@jax.jit
+def _accelerator_lowering(game, sigma_ext):
+    """The non-CPU branch on CPU: all boards at once (vmap), pulled sums, cumsum, and dense
+    terminals where built."""
+    return pp._sweep(game, sigma_ext, (0, 1), "regret", False, jnp.zeros(game.slot_shape))[1:]
+
+
+@pytest.mark.parametrize("case", ["river", "turn"])
+def test_sorted_dense_and_lowerings_agree(case):
+    if case == "river":
+        cfg = dataclasses.replace(hunl_river(), random_hands=None, range0="any",
+                                  range1="22+,A2s+,K9o+,QTs+,J9s+:0.5,T8s+,76s")
+        hl = None
+    else:   # the tree of test_against_tabular[turn] (its executable is reused)
+        cfg, hl = small_turn(), "support"
+    gs = build_public(cfg, hands=hl, terminals="sorted" if case == "river" else "auto")
+    gd = build_public(cfg, hands=hl, terminals="dense")
+    assert gd.dense_showdown is not None
+    if case == "turn":   # "auto": the dense matrices are built for accelerators only
+        assert (gs.dense_showdown is None) == (jax.default_backend() == "cpu")
+    pol = random_policy(gs, 3)
+    rs, ys = regret_pass(gs, passes.extend(pol), jnp.zeros(gs.slot_shape), None)
+    scale = float(jnp.abs(rs).max())
+    if case == "river":   # CPU lowering, dense terminals
+        rd, yd = regret_pass(gd, passes.extend(pol), jnp.zeros(gd.slot_shape), None)
+    else:                 # accelerator lowering on CPU: dense terminals, boards vmapped, pulled sums
+        rd, yd = _accelerator_lowering(gd, passes.extend(pol))
+    np.testing.assert_allclose(rd, rs, rtol=0, atol=1e-12 * scale)
+    np.testing.assert_allclose(yd, ys, rtol=0, atol=1e-15)
+
+
+def test_set_ranges_equals_fresh_build_without_retrace():
+    base = hunl_river()
+    g = build_public(base)
+    pol = random_policy(g, 1)
+    evaluate(g, pol)
+    regret_pass(g, passes.extend(pol), jnp.zeros(g.slot_shape), None)
+    sizes = evaluate._cache_size(), regret_pass._cache_size()
+    set_ranges = jax.jit(pp.set_ranges)
+    for r0, r1 in [("AA,KK,QQ:0.5,AKs", "any"), ("22+:0.3,ATs+", "KQo,JTs,T9s:0.7,AhKh")]:
+        fresh = build_public(dataclasses.replace(base, random_hands=None, range0=r0, range1=r1))
+        moved = set_ranges(g, *np.asarray(fresh.weights))
+        assert float(moved.norm) == pytest.approx(float(fresh.norm), rel=1e-14)
+        for run in (evaluate, lambda gm, p: regret_pass(gm, passes.extend(p), jnp.zeros(gm.slot_shape), None)):
+            for x, y in zip(jax.tree.leaves(run(moved, pol)), jax.tree.leaves(run(fresh, pol))):
+                np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-15)
+    assert (evaluate._cache_size(), regret_pass._cache_size()) == sizes
+
+
+def test_batch_axes_equal_loop():
+    cfg = small_turn()
+    g = build_public(cfg, hands="support")
+    rng = np.random.default_rng(0)
+    B = 3
+    w = rng.random((2, g.num_hands, B)) * (rng.random((2, g.num_hands, B)) < 0.7)
+    gb = pp.set_ranges(g, w[0], w[1])
+    assert gb.weights.shape == (2, g.num_hands, B) and gb.norm.shape == (B,)
+    pol = jnp.stack([random_policy(g, s) for s in range(B)], axis=-1)
+
+    @jax.jit
+    def batched(game, policy):
+        return (pp.regret_pass(game, passes.extend(policy), jnp.zeros(policy.shape), None),
+                pp.best_response_values(game, policy), pp.expected_value(game, policy))
+
+    (r, y), br, ev = batched(gb, pol)
+    for b in range(B):
+        gi = pp.set_ranges(g, w[0, :, b], w[1, :, b])
+        ri, yi = regret_pass(gi, passes.extend(pol[..., b]), jnp.zeros(g.slot_shape), None)
+        bri, evi = evaluate(gi, pol[..., b])
+        np.testing.assert_allclose(r[..., b], ri, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(y[..., b], yi, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(br[:, b], bri, rtol=1e-12)
+        assert float(ev[b]) == pytest.approx(float(evi), rel=1e-12)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="terminals"):
+        build_public(PokerSubgameSpec(board=RIVER), terminals="fast")
+    with pytest.raises(PokerSpecError, match="nothing to deal"):
+        build_public(PokerSubgameSpec(board=RIVER, range0="AsAh", range1="AsAd"))
+    g = build_public(PokerSubgameSpec(board=RIVER, random_hands=3), hands="support", terminals="sorted")
+    with pytest.raises(ValueError, match="shapes"):
+        pp.set_ranges(g, np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="player"):
+        pp.regret_pass(g, passes.extend(g.slot_uniform[:, None] * jnp.ones(g.slot_shape)), None, 2)
+    with pytest.raises(ValueError, match="dense matrices"):
+        pp.expected_value(dataclasses.replace(g, terminals="dense"), g.slot_uniform[:, None] * jnp.ones(g.slot_shape))
+    jax.tree.map(lambda x: None, build_public(PokerSubgameSpec(board=RIVER, random_hands=3), hands="support",
+                                              terminals="dense"))   # axis specs and the like build fine
