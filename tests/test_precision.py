@@ -28,7 +28,7 @@ RIVER = os.path.join(ROOT, "games", "hunl_river.toml")
 #  evaluation can undo; its numbers are checked against the same data widened)
 CASES = [
     ("leduc", "leduc_poker", {}, None, 60, True),
-    ("liars_dice", "liars_dice", {}, None, 20, True),
+    ("liars_dice", "liars_dice", {}, None, 4, True),
     ("river_tabular", RIVER, {"form": "tabular", "random_hands": 30}, 20.0, 40, False),
     ("river_public", RIVER, {"form": "public"}, 20.0, 40, True),
 ]
