@@ -21,6 +21,25 @@ FIXED_ORDER_REASON = ("needs the CPU's scatter lowering (bitwise equality, or a 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", f"fixed_order: {FIXED_ORDER_REASON}")
+    config.addinivalue_line("markers", "background(*names): uses these jobs of its module's BACKGROUND, started at "
+                                       "collection (tests/background.py)")
+
+
+def pytest_collection_finish(session):
+    """Start the background jobs of the tests to run (`tests/background.py`), in test order."""
+    import background
+
+    for item in session.items:
+        if item.get_closest_marker("skip") is None:
+            for mark in item.iter_markers("background"):
+                for name in mark.args:
+                    background.start(item.module.__name__, name)
+
+
+def pytest_unconfigure(config):
+    import background
+
+    background.shutdown()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -32,11 +51,30 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+# Memory maps of this process above which the executables are dropped after a module:
+# under half the kernel's default limit, leaving room for the next module (a compiled
+# solve of Kuhn maps about 200 regions; the module compiling most adds about 10,000).
+MAX_MAPS = 30_000
+
+
+def _memory_maps():
+    """Number of memory maps of this process, or None where /proc is not there."""
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return None
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_executables():
-    """Drop JAX's compiled executables after each test module. XLA:CPU maps every
-    executable's code into memory; the whole suite keeps thousands alive and crossed the
-    kernel's per-process map limit (vm.max_map_count, 65,530 by default), crashing inside
-    a later compile."""
+    """Drop JAX's compiled executables after a test module once they map more than
+    `MAX_MAPS` regions (after every module where that cannot be counted). XLA:CPU maps
+    every executable's code into memory; the whole suite keeps thousands alive and crossed
+    the kernel's per-process map limit (vm.max_map_count, 65,530 by default), crashing
+    inside a later compile. Below the bound, later modules reuse the executables (the
+    same games and configurations recur across modules; compiling dominates on a CPU)."""
     yield
-    jax.clear_caches()
+    maps = _memory_maps()
+    if maps is None or maps > MAX_MAPS:
+        jax.clear_caches()

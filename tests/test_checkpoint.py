@@ -1,18 +1,24 @@
 """Checkpoints (exact resume, clear errors), policy files, and the CLI around them:
 SIGTERM + resume equals an uninterrupted run bit for bit, --plot, --save-policy, show."""
 
+import atexit
 import dataclasses
+import functools
 import json
 import os
+import pathlib
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import jax
 import numpy as np
 import pytest
 
+import background
 import cfrjax
 from cfrjax import cli
 from cfrjax.checkpoint import CheckpointError
@@ -39,20 +45,68 @@ def leduc():
     return cfrjax.load_game("leduc_poker")
 
 
-@pytest.fixture(scope="module")
-def cli_env(tmp_path_factory):
-    """Environment of CLI subprocesses: a persistent compilation cache shared by this
-    module's runs (they compile the same executables), float32 (no x64)."""
+@functools.cache
+def _cli_work():
+    """`(directory, environment)` of the command-line runs: a temporary directory, and a
+    persistent compilation cache there shared by this module's runs (they compile the same
+    executables), float32 (no x64)."""
+    work = tempfile.TemporaryDirectory(prefix="cfrjax-test-cli-")
+    atexit.register(work.cleanup)
     env = dict(os.environ)
-    env.update(JAX_COMPILATION_CACHE_DIR=str(tmp_path_factory.mktemp("jax_cache")),
+    env.update(JAX_COMPILATION_CACHE_DIR=os.path.join(work.name, "jax_cache"),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
     env.pop("JAX_ENABLE_X64", None)
-    return env
+    return work.name, env
 
 
 def _cli(env, *args, timeout=300):
     return subprocess.run([sys.executable, "-m", "cfrjax", *args], capture_output=True, text=True, env=env,
                           timeout=timeout)
+
+
+SIGTERM_ARGS = ("solve", "leduc_poker", "--iterations", "3000", "--checkpoint-every", "500", "--json", "--checkpoint")
+
+
+def _sigterm_runs():
+    """An uninterrupted run, then the same run stopped by SIGTERM after its first checkpoint
+    and resumed (one after another: the second and third load the first's executables from
+    the compilation cache). Returns what the tests check."""
+    work, env = _cli_work()
+    ckpt, ref_ckpt = os.path.join(work, "run.ckpt"), os.path.join(work, "ref.ckpt")
+    ref = _cli(env, *SIGTERM_ARGS, ref_ckpt)
+    args = [sys.executable, "-m", "cfrjax", *SIGTERM_ARGS, ckpt]
+    delayed = dict(env, CFRJAX_TEST_CHUNK_DELAY_S="0.1")  # ~3 s of chunks: time to interrupt
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=delayed)
+    deadline = time.time() + 240
+    while not os.path.exists(ckpt) and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    saved = os.path.exists(ckpt)
+    if saved:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    stopped = os.path.join(work, "stopped.ckpt")  # as the interrupted run left it
+    if saved:
+        shutil.copyfile(ckpt, stopped)
+    resumed = _cli(env, *SIGTERM_ARGS, ckpt) if saved else None
+    return dict(ref=ref, ref_ckpt=ref_ckpt, ckpt=ckpt, stopped=stopped, saved=saved, returncode=proc.returncode,
+                stderr=err, resumed=resumed)
+
+
+def _plot_run():
+    """`--plot`, `--save-policy` and `--checkpoint` of a 2000-iteration run."""
+    work, env = _cli_work()
+    paths = {k: os.path.join(work, name) for k, name in
+             (("png", "out.png"), ("policy", "policy.json"), ("ckpt", "plot.ckpt"))}
+    # --eval-every 100: the chunk size of the 3000-iteration runs above (cached executables).
+    out = _cli(env, "solve", "leduc_poker", "--iterations", "2000", "--plot", paths["png"], "--eval-every", "100",
+               "--save-policy", paths["policy"], "--checkpoint", paths["ckpt"], "--json")
+    return out, paths
+
+
+# The command-line processes run in the background from the start of the session
+# (tests/background.py); the tests check what they left.
+BACKGROUND = {"sigterm": _sigterm_runs, "plot": _plot_run,
+              "unknown_game": lambda: _cli(_cli_work()[1], "solve", "no_such_game")}
 
 
 # ----------------------------------------------------------------------------------------
@@ -216,34 +270,23 @@ def test_stop_points_are_absolute():
 
 
 @pytest.mark.fixed_order
-def test_cli_sigterm_then_resume_equals_uninterrupted_run(cli_env, leduc, tmp_path):
-    args = [sys.executable, "-m", "cfrjax", "solve", "leduc_poker", "--iterations", "3000",
-            "--checkpoint-every", "500", "--json", "--checkpoint"]
-    ckpt, ref_ckpt = tmp_path / "run.ckpt", tmp_path / "ref.ckpt"
-    # The uninterrupted run and the interrupted one side by side (two cores).
-    ref = subprocess.Popen(args + [str(ref_ckpt)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           env=cli_env)
-    env = dict(cli_env, CFRJAX_TEST_CHUNK_DELAY_S="0.05")  # ~1.5 s of chunks: time to interrupt
-    proc = subprocess.Popen(args + [str(ckpt)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 240
-    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    assert ckpt.exists(), proc.communicate()[1]
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, err
-    assert "stopped by SIGTERM" in err and "Traceback" not in err
-    stopped_at = cfrjax.checkpoint_info(ckpt)["iteration"]
+@pytest.mark.background("sigterm")
+def test_cli_sigterm_then_resume_equals_uninterrupted_run(leduc):
+    run = background.result(__name__, "sigterm")
+    assert run["saved"], run["stderr"]
+    assert run["returncode"] == 128 + signal.SIGTERM, run["stderr"]
+    assert "stopped by SIGTERM" in run["stderr"] and "Traceback" not in run["stderr"]
+    stopped_at = cfrjax.checkpoint_info(run["stopped"])["iteration"]
     assert 500 <= stopped_at < 3000
 
-    resumed = _cli(cli_env, *args[3:], str(ckpt))
+    resumed = run["resumed"]
     assert resumed.returncode == 0, resumed.stderr
     record = json.loads(resumed.stdout.splitlines()[-1])
     assert record["resumed_from"] == stopped_at and record["iterations"] == 3000
-    out, err = ref.communicate(timeout=240)
-    assert ref.returncode == 0, err
-    assert_bitwise_equal(cfrjax.load_checkpoint(ckpt, leduc), cfrjax.load_checkpoint(ref_ckpt, leduc))
-    assert record["exploitability"] == json.loads(out.splitlines()[-1])["exploitability"]
+    ref = run["ref"]
+    assert ref.returncode == 0, ref.stderr
+    assert_bitwise_equal(cfrjax.load_checkpoint(run["ckpt"], leduc), cfrjax.load_checkpoint(run["ref_ckpt"], leduc))
+    assert record["exploitability"] == json.loads(ref.stdout.splitlines()[-1])["exploitability"]
 
 
 def test_cli_refuses_mismatched_or_corrupt_checkpoint(kuhn, tmp_path, capsys):
@@ -260,12 +303,11 @@ def test_cli_refuses_mismatched_or_corrupt_checkpoint(kuhn, tmp_path, capsys):
     assert len(err) == 1 and "truncated or corrupt" in err[0]
 
 
-def test_cli_plot_and_policy(cli_env, leduc, tmp_path):
-    png, pol, ckpt = tmp_path / "out.png", tmp_path / "policy.json", tmp_path / "run.ckpt"
-    # --eval-every 100: the chunk size of the 3000-iteration runs above (cached executables).
-    out = _cli(cli_env, "solve", "leduc_poker", "--iterations", "2000", "--plot", str(png), "--eval-every", "100",
-               "--save-policy", str(pol), "--checkpoint", str(ckpt), "--json")
+@pytest.mark.background("plot")
+def test_cli_plot_and_policy(leduc):
+    out, paths = background.result(__name__, "plot")
     assert out.returncode == 0, out.stderr
+    png, pol = pathlib.Path(paths["png"]), pathlib.Path(paths["policy"])
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     import matplotlib.image
     assert matplotlib.image.imread(png).shape[:2] == (400, 1000)
@@ -275,13 +317,14 @@ def test_cli_plot_and_policy(cli_env, leduc, tmp_path):
     assert doc["meta"]["exploitability"] == record["exploitability"]
     # The saved policy is the final state's average policy, bit for bit (so its
     # exploitability is the reported number: test_policy_files_round_trip_exactly).
-    state = cfrjax.load_checkpoint(ckpt, leduc)
+    state = cfrjax.load_checkpoint(paths["ckpt"], leduc)
     policy = cfrjax.load_policy(pol, leduc)
     assert np.asarray(policy).tobytes() == np.asarray(cfrjax.average_policy(leduc, state)).tobytes()
 
 
-def test_cli_errors_are_one_line(cli_env, tmp_path, capsys, monkeypatch):
-    out = _cli(cli_env, "solve", "no_such_game")  # a real process: OpenSpiel's own stderr counts too
+@pytest.mark.background("unknown_game")
+def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch):
+    out = background.result(__name__, "unknown_game")  # a real process: OpenSpiel's own stderr counts too
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "cfrjax: error: unknown game 'no_such_game': not a file and not an OpenSpiel game (`cfrjax games` "
         "lists some; any OpenSpiel game string works)"]

@@ -1,16 +1,31 @@
-"""The command line: JSON record, errors as one line with a non-zero exit code."""
+"""The command line: JSON record, errors as one line with a non-zero exit code.
+
+The command-line processes run in the background from the start of the session
+(`tests/background.py`)."""
 
 import json
 import subprocess
 import sys
+
+import pytest
+
+import background
 
 
 def _run(*args):
     return subprocess.run([sys.executable, "-m", "cfrjax", *args], capture_output=True, text=True, timeout=300)
 
 
+BACKGROUND = {
+    "solve_json": lambda: _run("solve", "kuhn_poker", "--iterations", "200", "--order", "alternating",
+                               "--eval-every", "50", "--json"),
+    "unknown_game": lambda: _run("solve", "no_such_game"),
+}
+
+
+@pytest.mark.background("solve_json")
 def test_solve_json():
-    out = _run("solve", "kuhn_poker", "--iterations", "200", "--order", "alternating", "--eval-every", "50", "--json")
+    out = background.result(__name__, "solve_json")
     assert out.returncode == 0, out.stderr
     record = json.loads(out.stdout.strip().splitlines()[-1])
     for key in ("game", "rule", "order", "averaging", "dtype", "iterations", "exploitability", "value", "nodes",
@@ -20,8 +35,9 @@ def test_solve_json():
     assert 0 < record["exploitability"] < 1e-2
 
 
+@pytest.mark.background("unknown_game")
 def test_unknown_game_is_one_line_error():
-    out = _run("solve", "no_such_game")
+    out = background.result(__name__, "unknown_game")
     assert out.returncode != 0
     lines = [l for l in out.stderr.splitlines() if l.startswith("cfrjax: error")]
     assert len(lines) == 1 and "no_such_game" in lines[0]

@@ -16,6 +16,7 @@ import pytest
 
 import cfrjax
 from cfrjax import passes
+from cfrjax.driver import run_steps
 from cfrjax.profile import kernels_per_iteration
 from random_games import random_spec
 
@@ -63,18 +64,25 @@ def test_layout_matches_brute_force(game):
 
 @pytest.mark.fixed_order
 def test_pull_equals_scatter(game):
-    """Whole solves, four rules, both orders: pull and scatter iterates agree to rounding."""
+    """Whole solves, four rules, both orders: pull and scatter iterates agree to rounding.
+
+    All eight 15-iteration solves (`run_steps`, the scan `cfrjax.solve` compiles) and both
+    exploitabilities run in one executable: on a CPU compiling dominates."""
     pull, scatter = _with(game, "pull"), _with(game, "scatter")
-    for rule, order in [("cfr", "simultaneous"), ("cfr+", "alternating"), ("dcfr", "simultaneous"),
-                        ("pcfr+", "alternating")]:
-        state = cfrjax.init(game, rule=rule, order=order)
-        a = cfrjax.solve(pull, state, 15)
-        b = cfrjax.solve(scatter, state, 15)
+    cases = [("cfr", "simultaneous"), ("cfr+", "alternating"), ("dcfr", "simultaneous"), ("pcfr+", "alternating")]
+
+    @jax.jit
+    def run(game, pull, scatter, states):
+        solved = [(run_steps(pull, s, 15), run_steps(scatter, s, 15)) for s in states]
+        policy = cfrjax.average_policy(game, solved[-1][0])
+        return solved, cfrjax.exploitability(pull, policy), cfrjax.exploitability(scatter, policy)
+
+    solved, e_pull, e_scatter = run(game, pull, scatter, [cfrjax.init(game, rule=r, order=o) for r, o in cases])
+    for (rule, _), (a, b) in zip(cases, solved):
+        assert int(a.iteration) == int(b.iteration) == 15
         np.testing.assert_allclose(np.asarray(a.regret), np.asarray(b.regret), rtol=1e-12, atol=1e-12, err_msg=rule)
         np.testing.assert_allclose(np.asarray(a.avg), np.asarray(b.avg), rtol=1e-12, atol=1e-12, err_msg=rule)
-    policy = cfrjax.average_policy(game, a)
-    assert float(cfrjax.exploitability(pull, policy)) == pytest.approx(float(cfrjax.exploitability(scatter, policy)),
-                                                                     rel=1e-12, abs=1e-15)
+    assert float(e_pull) == pytest.approx(float(e_scatter), rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.skipif(jax.default_backend() != "cpu", reason="auto scatters on CPU only")

@@ -113,18 +113,20 @@ def test_check_fits_device():
             memory.check_fits(huge, dev)
 
 
-def test_solvers_check_memory_first(leduc, monkeypatch):
+def test_solvers_check_memory_first(monkeypatch):
     """solve, solve_batch and solve_sharded refuse a plan larger than the free memory before
-    compiling (MemoryPlanError with both numbers); check_memory=False skips the check."""
-    state = cfrjax.init(leduc)
+    compiling (MemoryPlanError with both numbers); check_memory=False skips the check.
+    (On Kuhn: the three solves compile, and the guard does not depend on the game.)"""
+    kuhn = cfrjax.load_game("kuhn_poker")
+    state = cfrjax.init(kuhn)
     B = 2
-    games = jax.vmap(cfrjax.set_payoffs, (None, 0), cfrjax.batch_axes(leduc))(leduc, jnp.stack([leduc.payoff] * B))
-    states = batch.init_batch(leduc, B)
+    games = jax.vmap(cfrjax.set_payoffs, (None, 0), cfrjax.batch_axes(kuhn))(kuhn, jnp.stack([kuhn.payoff] * B))
+    states = batch.init_batch(kuhn, B)
     need = memory.memory_plan(games, states).total_bytes
     # inputs already on the device do not count again
-    assert memory.guard(leduc, state)["resident"] > 0
+    assert memory.guard(kuhn, state)["resident"] > 0
     monkeypatch.setattr(memory, "device_free_bytes", lambda device=None: (1000, dict(source="test", limit=1000, in_use=0)))
-    calls = {"solve": lambda **k: cfrjax.solve(leduc, state, 3, **k),
+    calls = {"solve": lambda **k: cfrjax.solve(kuhn, state, 3, **k),
              "solve_batch": lambda **k: cfrjax.solve_batch(games, states, 3, **k),
              "solve_sharded": lambda **k: cfrjax.solve_sharded(games, states, 3, **k)}
     for name, call in calls.items():

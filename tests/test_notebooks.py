@@ -3,13 +3,15 @@
 Skipped when nbclient / nbformat / ipykernel are not installed (`pip install -e ".[test]"`
 installs them). Each notebook runs in its own kernel with notebooks/ as working
 directory, in float32 (the kernel does not inherit this test process's x64 switch). The
-notebooks are executed two at a time (each kernel is its own process), once per session.
+kernels are other processes: the notebooks run one after another in the background,
+from the start of the session, while the in-process tests compile (`tests/background.py`).
 """
 
-import concurrent.futures
 import os
 
 import pytest
+
+import background
 
 nbformat = pytest.importorskip("nbformat", reason="nbformat not installed (pip install nbformat)")
 nbclient = pytest.importorskip("nbclient", reason="nbclient not installed (pip install nbclient)")
@@ -32,18 +34,20 @@ def _execute(name):
     return f"error outputs: {errors}" if errors else None
 
 
-@pytest.fixture(scope="module")
-def results():
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {name: pool.submit(_execute, name) for name in NAMES}
-        return {name: f.result() for name, f in futures.items()}
+def _execute_all():
+    return {name: _execute(name) for name in NAMES}
+
+
+BACKGROUND = {"notebooks": _execute_all}
 
 
 def test_there_are_notebooks():
     assert len(NAMES) >= 4, NAMES
 
 
+@pytest.mark.background("notebooks")
 @pytest.mark.parametrize("name", NAMES)
-def test_notebook_runs(name, results):
+def test_notebook_runs(name):
+    results = background.result(__name__, "notebooks")
     if results[name] is not None:
         pytest.fail(f"{name}: a cell failed:\n{results[name]}", pytrace=False)

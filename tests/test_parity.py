@@ -5,6 +5,12 @@ and 100 iterations, float64, 1e-9), OpenSpiel's exact exploitability on random p
 and the per-node reference solver of `tests/reference.py` (30 iterations, every rule x
 averaging x order, 1e-9).
 
+Compiling dominates on a CPU: the reference-solver comparison runs every rule x
+averaging x order x chance mode of a game in one executable (`run_steps`, the scan that
+`cfrjax.solve` compiles), and exploitability and value share one. OpenSpiel's Python
+solvers run in another process, in the background from the start of the session
+(`tests/background.py`).
+
 Chance handling: `chance="explicit"` rounds exactly like OpenSpiel's Python CFR, so CFR+
 (whose regret matching+ jumps where a regret is exactly 0) follows the same trajectory.
 The default folded template rounds differently; it is held to the same tolerance for
@@ -13,11 +19,21 @@ vanilla CFR, whose iterates are continuous in the regrets.
 
 from __future__ import annotations
 
+import atexit
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
 import jax
 import numpy as np
 import pytest
 
+import background
 import cfrjax
+from cfrjax.driver import run_steps
 from random_games import random_spec
 from reference import ReferenceCFR
 
@@ -40,24 +56,61 @@ def _dict_policy(game, vec):
 CHECKPOINTS = (1, 10, 100)
 
 
+@jax.jit
+def _evaluate(game, policy):
+    """Exploitability and value of `policy` in one executable."""
+    return cfrjax.exploitability(game, policy), cfrjax.expected_value(game, policy)
+
+
+# OpenSpiel's solvers are pure Python (Leduc: ~0.15 s an iteration): they run in another
+# process, in the background from the start of the session (tests/background.py).
+OPENSPIEL_GAMES = ("kuhn_poker", "leduc_poker")
+_OPENSPIEL_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import pyspiel
+    from open_spiel.python.algorithms import cfr
+    out = {}
+    games, checkpoints = json.loads(sys.argv[2])
+    for name in games:
+        for solver in ("CFRSolver", "CFRPlusSolver"):
+            sol = getattr(cfr, solver)(pyspiel.load_game(name))
+            for it in range(1, checkpoints[-1] + 1):
+                sol.evaluate_and_update_policy()
+                if it in checkpoints:
+                    out[f"{name}|{solver}|{it}"] = sol.average_policy().action_probability_array.copy()
+    np.savez(sys.argv[1], **out)
+""")
+
+
+def _run_openspiel():
+    """OpenSpiel's average policies at `CHECKPOINTS` (CFRSolver and CFRPlusSolver): `(process, .npz path)`."""
+    work = tempfile.TemporaryDirectory(prefix="cfrjax-test-parity-")
+    atexit.register(work.cleanup)
+    path = os.path.join(work.name, "openspiel.npz")
+    proc = subprocess.run([sys.executable, "-c", _OPENSPIEL_SCRIPT, path, json.dumps([OPENSPIEL_GAMES, CHECKPOINTS])],
+                          capture_output=True, text=True, timeout=600)
+    return proc, path
+
+
+BACKGROUND = {"openspiel": _run_openspiel}
+
+
 @pytest.fixture(scope="module")
 def openspiel_runs():
-    """OpenSpiel's average policies at the checkpoints, per (game, solver), computed once."""
-    cache = {}
+    """OpenSpiel's average policies at the checkpoints, per (game, solver): `(TabularPolicy, [arrays])`."""
+    proc, path = background.result(__name__, "openspiel")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    with np.load(path) as z:
+        saved = dict(z)
 
     def get(name, solver):
-        if (name, solver) not in cache:
-            sol = getattr(os_cfr, solver)(pyspiel.load_game(name))
-            out = []
-            for it in range(1, CHECKPOINTS[-1] + 1):
-                sol.evaluate_and_update_policy()
-                if it in CHECKPOINTS:
-                    out.append(sol.average_policy().action_probability_array.copy())
-            cache[name, solver] = (sol.average_policy(), out)
-        return cache[name, solver]
+        return (os_policy.TabularPolicy(pyspiel.load_game(name)),
+                [saved[f"{name}|{solver}|{it}"] for it in CHECKPOINTS])
     return get
 
 
+@pytest.mark.background("openspiel")
 @pytest.mark.parametrize("name,chance", [("kuhn_poker", "explicit"), ("kuhn_poker", "folded"),
                                          ("leduc_poker", "explicit"), ("leduc_poker", "folded")])
 @pytest.mark.parametrize("solver,rule,averaging", [("CFRSolver", "cfr", "uniform"), ("CFRPlusSolver", "cfr+", "linear")])
@@ -89,11 +142,11 @@ def test_exploitability_matches_openspiel(name):
     for trial in range(1):
         raw = rng.random(game.num_slots) ** 3  # skewed, with near-zero entries
         policy = cfrjax.policy.normalize(game, raw)
-        ours = float(cfrjax.exploitability(game, policy))
-        theirs = os_exploitability.exploitability(os_game, cfrjax.to_openspiel_policy(game, policy))
+        ours, value = (float(x) for x in _evaluate(game, policy))
+        tabular = cfrjax.to_openspiel_policy(game, policy)
+        theirs = os_exploitability.exploitability(os_game, tabular)
         assert abs(ours - theirs) < TOL, (trial, ours, theirs)
-        assert np.isclose(float(cfrjax.expected_value(game, policy)),
-                          _os_value(os_game, cfrjax.to_openspiel_policy(game, policy)), atol=TOL)
+        assert np.isclose(value, _os_value(os_game, tabular), atol=TOL)
 
 
 def _os_value(os_game, tabular):
@@ -103,10 +156,10 @@ def _os_value(os_game, tabular):
 
 def test_kuhn_value_is_minus_one_eighteenth():
     game = cfrjax.load_game("kuhn_poker")
-    state = cfrjax.solve(game, cfrjax.init(game, order="alternating", dtype="float64"), 2000)
-    policy = cfrjax.average_policy(game, state)
-    eps = float(cfrjax.exploitability(game, policy))
-    value = float(cfrjax.expected_value(game, policy))
+    # 2000 iterations (`run_steps`, the scan `cfrjax.solve` compiles) and the evaluation: one executable
+    eps, value = jax.jit(lambda g, s: _evaluate(g, cfrjax.average_policy(g, run_steps(g, s, 2000))))(
+        game, cfrjax.init(game, order="alternating", dtype="float64"))
+    eps, value = float(eps), float(value)
     assert eps < 1e-4
     # |v(sigma) - v*| <= NashConv(sigma) = 2 * exploitability.
     assert abs(value + 1 / 18) <= 2 * eps
@@ -121,16 +174,43 @@ def ref_game(request):
     return spec
 
 
+def _ref_cases():
+    for rule, averaging, order in COMBOS:
+        for chance in ("explicit", "folded"):
+            if not (chance == "folded" and rule == "cfr+"):  # see module docstring
+                yield rule, averaging, order, chance
+
+
+@pytest.fixture(scope="module")
+def compiled_runs(ref_game):
+    """30 iterations of every case of `_ref_cases` on `ref_game`: {case: (game, average policy, regret)}.
+
+    One executable for all cases (each `cfrjax.driver.run_steps`, the scan `cfrjax.solve`
+    runs, then `cfrjax.average_policy`)."""
+    games = {chance: cfrjax.compile_game(ref_game, chance=chance) for chance in ("explicit", "folded")}
+    cases = list(_ref_cases())
+    states = [cfrjax.init(games[c], rule=r, order=o, averaging=a, dtype="float64") for r, a, o, c in cases]
+
+    @jax.jit
+    def run(games, states):
+        out = []
+        for (*_, chance), state in zip(cases, states):
+            state = run_steps(games[chance], state, 30)
+            out.append((cfrjax.average_policy(games[chance], state), state.regret))
+        return out
+
+    return {case: (games[case[-1]], *res) for case, res in zip(cases, run(games, states))}
+
+
 @pytest.mark.parametrize("rule,averaging,order", COMBOS)
-def test_reference_solver_agrees(ref_game, rule, averaging, order):
+def test_reference_solver_agrees(ref_game, compiled_runs, rule, averaging, order):
     ref = ReferenceCFR(ref_game, rule=rule, averaging=averaging, order=order).run(30)
     for chance in ("explicit", "folded"):
         if chance == "folded" and rule == "cfr+":
             continue  # see module docstring
-        game = cfrjax.compile_game(ref_game, chance=chance)
-        state = cfrjax.solve(game, cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float64"), 30)
-        ours = _dict_policy(game, cfrjax.average_policy(game, state))
-        regrets = _dict_policy(game, state.regret)
+        game, policy, regret = compiled_runs[rule, averaging, order, chance]
+        ours = _dict_policy(game, policy)
+        regrets = _dict_policy(game, regret)
         expected = ref.average_policy()
         expected_r = ref.regrets()
         for key in expected:
@@ -154,8 +234,9 @@ def test_folded_and_explicit_agree_on_values():
     folded, explicit = cfrjax.compile_game(spec), cfrjax.compile_game(spec, chance="explicit")
     rng = np.random.default_rng(1)
     policy = cfrjax.policy.normalize(folded, rng.random(folded.num_slots))
-    assert abs(float(cfrjax.exploitability(folded, policy)) - float(cfrjax.exploitability(explicit, policy))) < 1e-12
-    assert abs(float(cfrjax.expected_value(folded, policy)) - float(cfrjax.expected_value(explicit, policy))) < 1e-12
+    (e_f, v_f), (e_e, v_e) = jax.jit(lambda a, b, p: (_evaluate(a, p), _evaluate(b, p)))(folded, explicit, policy)
+    assert abs(float(e_f) - float(e_e)) < 1e-12
+    assert abs(float(v_f) - float(v_e)) < 1e-12
 
 
 def test_openspiel_policy_round_trip():

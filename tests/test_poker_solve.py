@@ -3,12 +3,15 @@ reduced river/turn instances, analytic anchors, and strategy export."""
 
 from __future__ import annotations
 
+import functools
 import json
 
+import jax
 import numpy as np
 import pytest
 
 import cfrjax
+from cfrjax.driver import run_steps
 from cfrjax.games.poker import (
     PokerSubgameSpec, build_spec, parse_range, read_strategy_csv, read_strategy_json, strategy_table,
     write_strategy_csv, write_strategy_json)
@@ -59,23 +62,37 @@ def test_reference_agrees(street, k, seed, rule, order, averaging):
         np.testing.assert_allclose(r, theirs[key], atol=1e-9, rtol=1e-12, err_msg=f"regret {key}")
 
 
-def _solve_anchor(spec, iterations=1000):
-    game = cfrjax.compile_game(spec)
-    state = cfrjax.solve(game, cfrjax.init(game, "cfr+", "alternating", "linear"), iterations)
+@functools.partial(jax.jit, static_argnums=2)
+def _solve_and_evaluate(game, state, iterations, pure_policies):
+    """`iterations` (`run_steps`, the scan `cfrjax.solve` compiles), the average policy, its
+    value and best-response values, and the best-response values against each of
+    `pure_policies`: one executable (compiling dominates on a CPU)."""
+    state = run_steps(game, state, iterations)
     policy = cfrjax.average_policy(game, state)
-    br0, br1 = (float(x) for x in cfrjax.best_response_values(game, policy))
-    return game, state, policy, float(cfrjax.expected_value(game, policy)), br0, br1
+    return (state, policy, cfrjax.expected_value(game, policy), cfrjax.best_response_values(game, policy),
+            [cfrjax.best_response_values(game, p) for p in pure_policies])
 
 
-def _check_anchor(game, value, br0, br1, expl_tol):
+def _solve_anchor(spec, iterations=1000):
+    """`(game, state, policy, value, br0, br1, pure)`; `pure`: best-response values against
+    the pure strategies check/call everywhere and first action everywhere."""
+    game = cfrjax.compile_game(spec)
+    state, policy, value, brs, pure = _solve_and_evaluate(
+        game, cfrjax.init(game, "cfr+", "alternating", "linear"), iterations,
+        [_pure(game, _passive), _pure(game, lambda names: 0)])
+    br0, br1 = (float(x) for x in brs)
+    return game, state, policy, float(value), br0, br1, pure
+
+
+def _check_anchor(value, br0, br1, pure, expl_tol):
     expl = 0.5 * (br0 + br1)
     # -br1 <= game value (10) <= br0 and -br1 <= value <= br0.
     assert -br1 <= 10.0 + 1e-9 <= br0 + 2e-9
     assert abs(value - 10.0) <= 2 * expl + 1e-9
     assert expl < expl_tol
     # Exact best responses to pure strategies pin the game value at 10.
-    v_call = -float(cfrjax.best_response_values(game, _pure(game, _passive))[1])
-    v_fold = float(cfrjax.best_response_values(game, _pure(game, lambda names: 0))[0])
+    v_call = -float(pure[0][1])  # against check/call
+    v_fold = float(pure[1][0])   # against check/fold
     assert v_call == pytest.approx(10.0, abs=1e-9) and v_fold == pytest.approx(10.0, abs=1e-9)
     return expl
 
@@ -83,16 +100,16 @@ def _check_anchor(game, value, br0, br1, expl_tol):
 def test_river_nuts_anchor_solved():
     # Board Ks Js Th 7d 2c: P0 holds only AQ (broadway, the nuts); P1 never ties.
     spec = build_spec(PokerSubgameSpec(board=RIVER, range0="AQ", range1="KK,AK,T9"))
-    game, _, _, value, br0, br1 = _solve_anchor(spec)
-    expl = _check_anchor(game, value, br0, br1, 1e-3)
+    _, _, _, value, br0, br1, pure = _solve_anchor(spec)
+    expl = _check_anchor(value, br0, br1, pure, 1e-3)
     print(f"nuts anchor: value {value:.9f}, exploitability {expl:.3g}")
 
 
 def test_turn_quads_anchor_solved():
     # Board 7s 7d 7h Ks, P0 holds 7c 2d: quads win on every river.
     spec = build_spec(PokerSubgameSpec(board="7s 7d 7h Ks", range0="7c2d", range1="AA,QQ"))
-    game, _, _, value, br0, br1 = _solve_anchor(spec)
-    expl = _check_anchor(game, value, br0, br1, 1e-3)
+    _, _, _, value, br0, br1, pure = _solve_anchor(spec)
+    expl = _check_anchor(value, br0, br1, pure, 1e-3)
     print(f"quads anchor: value {value:.9f}, exploitability {expl:.3g}")
 
 
@@ -143,7 +160,7 @@ def test_river_nuts_anchor_brute_force():
     code shared with the compiled path), against the solver's value: 10 to 1e-10."""
     from reference import brute_force_best_response_value
     spec = build_spec(PokerSubgameSpec(board=RIVER, range0="AsQs,AhQh", range1="KK"))
-    game, _, _, value, br0, br1 = _solve_anchor(spec)
+    _, _, _, value, br0, br1, _ = _solve_anchor(spec)
     policy = {}
     for key, names in zip(spec.infoset_keys, spec.action_names):
         p = np.zeros(len(names))

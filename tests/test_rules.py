@@ -12,6 +12,7 @@ import pytest
 
 import cfrjax
 from cfrjax import rules
+from cfrjax.driver import run_steps
 from random_games import kuhn_spec
 from reference import ReferenceCFR
 
@@ -55,19 +56,45 @@ def test_first_iterations_match_reference(kuhn_explicit, rule, order):
                 np.testing.assert_allclose(ours[key], theirs[key], atol=1e-12, rtol=0, err_msg=f"{name} {key}")
 
 
+def _solved(game, states, iterations):
+    """`(state, average policy)` of each of `states` after `iterations` (`run_steps`, the
+    scan `cfrjax.solve` compiles): one executable for all (compiling dominates on a CPU)."""
+    def run(game, states):
+        out = []
+        for state in states:
+            state = run_steps(game, state, iterations)
+            out.append((state, cfrjax.average_policy(game, state)))
+        return out
+    return jax.jit(run)(game, states)
+
+
 @pytest.mark.parametrize("order", ORDERS)
 def test_dcfr_111_equals_lcfr(kuhn_explicit, order):
     game = kuhn_explicit
-    a = cfrjax.solve(game, cfrjax.init(game, rule="dcfr", order=order, dtype="float64", alpha=1, beta=1, gamma=1), 50)
-    b = cfrjax.solve(game, cfrjax.init(game, rule="lcfr", order=order, dtype="float64"), 50)
+    (a, pa), (b, pb) = _solved(game, [
+        cfrjax.init(game, rule="dcfr", order=order, dtype="float64", alpha=1, beta=1, gamma=1),
+        cfrjax.init(game, rule="lcfr", order=order, dtype="float64")], 50)
     np.testing.assert_allclose(a.regret, b.regret, atol=1e-12, rtol=0)
-    np.testing.assert_allclose(cfrjax.average_policy(game, a), cfrjax.average_policy(game, b), atol=1e-12, rtol=0)
+    np.testing.assert_allclose(pa, pb, atol=1e-12, rtol=0)
 
 
-@pytest.mark.parametrize("rule,kwargs", [("dcfr", {}), ("lcfr", {}), ("dcfr", dict(alpha=2.0, beta=-0.5, gamma=3.0))])
-def test_dcfr_matches_openspiel(kuhn, rule, kwargs):
+OPENSPIEL_DCFR = [("dcfr", {}), ("lcfr", {}), ("dcfr", dict(alpha=2.0, beta=-0.5, gamma=3.0))]
+
+
+@pytest.fixture(scope="module")
+def kuhn_dcfr_30(kuhn):
+    """Average policies after 30 alternating iterations of each case of `OPENSPIEL_DCFR`."""
+    states = [cfrjax.init(kuhn, rule=rule, order="alternating", dtype="float64", **kwargs)
+              for rule, kwargs in OPENSPIEL_DCFR]
+    return [policy for _, policy in _solved(kuhn, states, 30)]
+
+
+@pytest.mark.parametrize("case", range(len(OPENSPIEL_DCFR)),
+                         ids=[f"{rule}-kwargs{i}" for i, (rule, _) in enumerate(OPENSPIEL_DCFR)])
+def test_dcfr_matches_openspiel(kuhn, kuhn_dcfr_30, case):
     """OpenSpiel's DCFRSolver / LCFRSolver (alternating, discount after the iteration):
     same average policy after 30 iterations."""
+    rule, kwargs = OPENSPIEL_DCFR[case]
     pyspiel = pytest.importorskip("pyspiel")
     from open_spiel.python.algorithms import discounted_cfr
     os_game = pyspiel.load_game("kuhn_poker")
@@ -76,8 +103,7 @@ def test_dcfr_matches_openspiel(kuhn, rule, kwargs):
     for _ in range(30):
         sol.evaluate_and_update_policy()
     theirs = sol.average_policy()
-    state = cfrjax.solve(kuhn, cfrjax.init(kuhn, rule=rule, order="alternating", dtype="float64", **kwargs), 30)
-    ours = _as_dict(kuhn, cfrjax.average_policy(kuhn, state))
+    ours = _as_dict(kuhn, kuhn_dcfr_30[case])
     for key, probs in ours.items():
         np.testing.assert_allclose(probs, theirs.policy_for_key(key), atol=1e-10, rtol=0, err_msg=key)
 
@@ -98,8 +124,9 @@ def test_step_does_not_retrace(kuhn, rule):
 
 
 def test_prediction_buffer(kuhn):
-    for rule in ALL_RULES:
-        s = cfrjax.solve(kuhn, cfrjax.init(kuhn, rule=rule), 3)
+    solved = _solved(kuhn, [cfrjax.init(kuhn, rule=rule) for rule in ALL_RULES], 3)
+    for rule, (s, _) in zip(ALL_RULES, solved):
+        assert int(s.iteration) == 3
         assert s.prediction.shape == s.regret.shape
         assert bool(jnp.any(s.prediction != 0)) == (rule in rules.PREDICTIVE)
 
@@ -133,13 +160,15 @@ def test_target_driven_solve(kuhn):
     np.testing.assert_allclose(trace.exploitability, full.exploitability[:first + 1], rtol=1e-12)
     assert int(out.iteration) == int(trace.iteration[-1]) == 50 * (first + 1)
     chex.assert_trees_all_equal(out, cfrjax.solve(kuhn, state, 50 * (first + 1)))
+    # The target is a traced argument: the cases below reuse the executable of the run above
+    # (same eval_every, same number of chunks); on a CPU compiling dominates.
     # Unreachable target: runs to the cap (rounded down to a chunk multiple).
-    out, trace = cfrjax.solve(kuhn, state, eval_every=40, target_exploitability=0.0, max_iterations=130)
-    np.testing.assert_array_equal(np.asarray(trace.iteration), [40, 80, 120])
-    assert int(out.iteration) == 120
+    out, trace = cfrjax.solve(kuhn, state, eval_every=50, target_exploitability=0.0, max_iterations=1049)
+    np.testing.assert_array_equal(np.asarray(trace.iteration), np.arange(50, 1001, 50))
+    assert int(out.iteration) == 1000
     # Already below target at the first checkpoint.
-    out, trace = cfrjax.solve(kuhn, state, eval_every=10, target_exploitability=1.0, max_iterations=100)
-    assert list(np.asarray(trace.iteration)) == [10]
+    out, trace = cfrjax.solve(kuhn, state, eval_every=50, target_exploitability=1.0, max_iterations=1000)
+    assert list(np.asarray(trace.iteration)) == [50]
     with pytest.raises(ValueError):
         cfrjax.solve(kuhn, state, 10, target_exploitability=1e-3, max_iterations=100, eval_every=10)
     with pytest.raises(ValueError):

@@ -1,7 +1,8 @@
 """Sharded batch solving (cfrjax.shard) on 4 fake CPU devices, in a subprocess.
 
 XLA fixes the number of CPU devices at process start, so the checks run in a fresh
-interpreter with `jax_num_cpu_devices = 4`; the subprocess prints one JSON line.
+interpreter with `jax_num_cpu_devices = 4`; the subprocess prints one JSON line. It runs
+in the background from the start of the session (`tests/background.py`).
 """
 
 import json
@@ -11,6 +12,8 @@ import sys
 import textwrap
 
 import pytest
+
+import background
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -62,14 +65,15 @@ _SCRIPT = textwrap.dedent(r'''
             out[key + ".maxdiff"] = close(res, unsharded(games, states, B))
             out[key + ".devices"] = sorted({len(x.sharding.device_set) for x in jax.tree.leaves(res)})
             out[key + ".spec"] = sorted({tuple(x.sharding.spec) for x in jax.tree.leaves(res)})
-            # continue from the sharded output (stays on the mesh, no re-placement)
-            res2 = shard.solve_sharded(games, res, 3)
+            # continue from the sharded output (stays on the mesh, no re-placement); T more
+            # iterations: the executable above again (compiling dominates on a CPU)
+            res2 = shard.solve_sharded(games, res, T)
             out[key + ".iteration"] = np.asarray(res2.iteration).tolist()
 
     # no collectives in the compiled program; index arrays replicated
     mesh = shard.batch_mesh()
     games, states = shard.place(batched(g0), batch.init_batch(g0, B), mesh)
-    hlo = shard._solve_sharded.lower(games, states, 3, mesh, batch.batched_fields_of(games)).compile().as_text()
+    hlo = shard._solve_sharded.lower(games, states, T, mesh, batch.batched_fields_of(games)).compile().as_text()
     out["collectives"] = [c for c in ("all-reduce", "all-gather", "all-to-all", "collective-permute", "reduce-scatter")
                           if c in hlo]
     out["index_replicated"] = games.parent.sharding.is_fully_replicated and len(games.parent.sharding.device_set) == 4
@@ -101,11 +105,20 @@ _SCRIPT = textwrap.dedent(r'''
 ''')
 
 
+def _run_script():
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+# The subprocess runs in the background from the start of the session (tests/background.py).
+BACKGROUND = {"script": _run_script}
+pytestmark = pytest.mark.background("script")
+
+
 @pytest.fixture(scope="module")
 def result():
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = background.result(__name__, "script")
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")][-1]
     return json.loads(line[len("RESULT "):])
@@ -128,7 +141,7 @@ def test_output_sharded_over_four_devices(result, label):
     for order in ("simultaneous", "alternating"):
         assert result[f"{label}.{order}.devices"] == [4]
         assert result[f"{label}.{order}.spec"] == [["batch"]]
-        assert result[f"{label}.{order}.iteration"] == [15] * 8
+        assert result[f"{label}.{order}.iteration"] == [24] * 8
 
 
 def test_no_cross_device_traffic(result):

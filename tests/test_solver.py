@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import background
 import cfrjax
 from cfrjax.iteration import running_mean_update
 
@@ -32,19 +33,22 @@ def test_jit_scan_vmap_equivalence(kuhn, rule, averaging, order):
     state = cfrjax.init(kuhn, rule=rule, order=order, averaging=averaging)
     jitted = jax.jit(cfrjax.step)
     eager, stepped = state, state
+    trajectory = [state]  # the jitted iterates
     for _ in range(5):
         eager = cfrjax.step(kuhn, eager)
         stepped = jitted(kuhn, stepped)
+        trajectory.append(stepped)
     chex.assert_trees_all_close(eager, stepped, atol=1e-15, rtol=0)
     scanned = cfrjax.solve(kuhn, state, 5)
     chex.assert_trees_all_equal(scanned, stepped)  # bitwise on CPU
 
-    # vmap over a batch of states equals a loop over them.
-    batch = [cfrjax.solve(kuhn, state, k) for k in (0, 1, 3)]
+    # vmap over a batch of states equals a loop over them (states after 0, 1 and 3 of the
+    # jitted steps: no further executable to compile).
+    batch = [trajectory[k] for k in (0, 1, 3)]
     stacked = jax.tree.map(lambda *x: jnp.stack(x), *batch)
     out = jax.vmap(cfrjax.step, in_axes=(None, 0))(kuhn, stacked)
-    for i, s in enumerate(batch):
-        chex.assert_trees_all_close(jax.tree.map(lambda x: x[i], out), jitted(kuhn, s), atol=1e-15, rtol=0)
+    for i, k in enumerate((0, 1, 3)):
+        chex.assert_trees_all_close(jax.tree.map(lambda x: x[i], out), trajectory[k + 1], atol=1e-15, rtol=0)
 
 
 @pytest.mark.fixed_order
@@ -125,22 +129,29 @@ def test_linear_average_does_not_stall_in_float32():
     assert abs(ours_share - exact_share) < 0.02 * late  # the running mean absorbed (>98% of) it
 
 
+_FLOAT32_DEFAULT = textwrap.dedent("""
+    import cfrjax
+    g = cfrjax.load_game("kuhn_poker")
+    s = cfrjax.solve(g, cfrjax.init(g), 10)
+    assert s.regret.dtype.name == "float32" and s.config.dtype == "float32", s.regret.dtype
+    try:
+        cfrjax.init(g, dtype="float64")
+    except ValueError as e:
+        assert "jax_enable_x64" in str(e)
+    else:
+        raise SystemExit("float64 without x64 was accepted")
+    print("ok")
+""")
+
+# The subprocess runs in the background from the start of the session (tests/background.py).
+BACKGROUND = {"float32_default": lambda: subprocess.run([sys.executable, "-c", _FLOAT32_DEFAULT], capture_output=True,
+                                                        text=True, timeout=300)}
+
+
+@pytest.mark.background("float32_default")
 def test_float32_default_without_x64():
     """Without jax_enable_x64 the solver runs in float32 and refuses float64 with a clear message."""
-    code = textwrap.dedent("""
-        import cfrjax
-        g = cfrjax.load_game("kuhn_poker")
-        s = cfrjax.solve(g, cfrjax.init(g), 10)
-        assert s.regret.dtype.name == "float32" and s.config.dtype == "float32", s.regret.dtype
-        try:
-            cfrjax.init(g, dtype="float64")
-        except ValueError as e:
-            assert "jax_enable_x64" in str(e)
-        else:
-            raise SystemExit("float64 without x64 was accepted")
-        print("ok")
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = background.result(__name__, "float32_default")
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
 
 
