@@ -18,6 +18,16 @@ Writes JSONL records to bench/results/scaling.jsonl:
                            K = --batch-k hands, root chance randomized per subgame,
                            subgame-iterations per second, and XLA's buffer assignment.
 
+Multi-process mode (`--multiprocess N`): runs `cfrjax solve-batch` (the multi-host entry
+point, `cfrjax.multihost`) as N processes on this host (localhost coordinator, each
+process `--cpu-devices` CPU devices), then the same batch as one process with the same
+number of devices per process, and appends one record per run to
+bench/results/multiprocess_cpu.jsonl (`bench="multiprocess"`): the command, wall seconds
+(launch to the last exit), devices per process, batch size, and ms per batch-iteration
+(the slowest process's median over the chunks after the first, which compiles).
+
+    python bench/scaling.py --multiprocess 2 --cpu-devices 2      # 2 x 2 CPU devices
+
 Peak bytes come from `device.memory_stats()["peak_bytes_in_use"]`, a process-lifetime
 peak: the size sweep runs in ascending K, so each record's peak is that of the largest
 game so far (i.e. this one).
@@ -46,6 +56,12 @@ def _args():
     ap.add_argument("--cpu-devices", type=int, default=None, help="fake this many CPU devices (set before JAX starts)")
     ap.add_argument("--skip-size", action="store_true")
     ap.add_argument("--skip-devices", action="store_true")
+    ap.add_argument("--multiprocess", type=int, default=None, metavar="N",
+                    help="only the multi-process run: N local processes of `cfrjax solve-batch`, and one process")
+    ap.add_argument("--mp-game", default="hunl_river", help="game of the multi-process run (a spec name or path)")
+    ap.add_argument("--mp-form", default=None, help="its compiled form (default: the spec's, public)")
+    ap.add_argument("--mp-batch", type=int, default=None, help="its batch size (default 8 per process)")
+    ap.add_argument("--mp-out", default=os.path.join(os.path.dirname(__file__), "results", "multiprocess_cpu.jsonl"))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "scaling.jsonl"))
     ap.add_argument("--toml", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                    "games", "hunl_turn.toml"))
@@ -173,8 +189,67 @@ def device_sweep(args, env, common):
     return records
 
 
+def multiprocess_run(args, env, common):
+    """`cfrjax solve-batch` as `args.multiprocess` local processes and as one process."""
+    import json
+    import shlex
+    import socket
+    import subprocess
+    import tempfile
+
+    n, dev = args.multiprocess, args.cpu_devices or 1
+    batch = args.mp_batch or 8 * n
+    chunk = max(1, args.iterations // 4)
+    penv = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_"))}
+    penv.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={dev}")
+    records = []
+    for procs in (n, 1):
+        with tempfile.TemporaryDirectory(prefix="cfrjax-mp-bench-") as out, socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            s.close()
+            base = ["cfrjax", "solve-batch", args.mp_game, "--batch", str(batch // (n // procs)),
+                    "--iterations", str(args.iterations), "--chunk", str(chunk), "--out", out, "--json"]
+            if args.mp_form:
+                base += ["--form", args.mp_form]
+            if procs > 1:
+                base += ["--coordinator", f"127.0.0.1:{port}", "--num-processes", str(procs)]
+            cmds = [base + (["--process-id", str(i)] if procs > 1 else []) for i in range(procs)]
+            t0 = time.perf_counter()
+            ps = [subprocess.Popen([sys.executable, "-m", "cfrjax"] + c[1:], env=penv, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True) for c in cmds]
+            outs = [p.communicate(timeout=1800) for p in ps]
+            wall = time.perf_counter() - t0
+            for p, (o, e) in zip(ps, outs):
+                if p.returncode:
+                    raise SystemExit(f"a process failed ({p.returncode}): {e[-2000:]}")
+            per = [json.loads(o.strip().splitlines()[-1]) for o, _ in outs]
+        ms = max(r["ms_per_iter"] for r in per)
+        b = per[0]["batch"]
+        rec = dict(bench="multiprocess", game=per[0]["game"], form=per[0]["form"], rule=per[0]["rule"],
+                   order=per[0]["order"], dtype=per[0]["dtype"], processes=procs, devices_per_process=dev,
+                   devices=procs * dev, batch=b, batch_per_process=b // procs, iterations=args.iterations,
+                   chunk=chunk, command=shlex.join(cmds[0]).replace(out, "OUT"), wall_s=wall, ms_per_iter=ms,
+                   subgame_iters_per_s=b / (ms * 1e-3),
+                   per_process=[{k: r[k] for k in ("process_id", "rows", "devices", "build_s", "first_chunk_s",
+                                                   "ms_per_iter", "wall_s")} for r in per],
+                   load_avg_1m=os.getloadavg()[0], **env)
+        records.append(rec)
+        common.append_records(args.mp_out, [rec])
+        print(f"{procs} process(es) x {dev} devices, batch {b}: wall {wall:.1f} s, {ms:.3f} ms/iter "
+              f"({rec['subgame_iters_per_s']:,.0f} subgame-iters/s)", flush=True)
+    return records
+
+
 def main():
     args = _args()
+    if args.multiprocess:
+        import common
+        env = common.environment()
+        t0 = time.perf_counter()
+        records = multiprocess_run(args, env, common)
+        print(f"{len(records)} records -> {args.mp_out} ({time.perf_counter() - t0:.1f} s)", flush=True)
+        return
     if args.cpu_devices:
         import jax
         jax.config.update("jax_num_cpu_devices", args.cpu_devices)

@@ -5,7 +5,7 @@ A game is compiled once into a *form* (`cfrjax.forms`): the tabular form (any ga
 hands). Everything below works on either.
 """
 
-from cfrjax import batch, memory, policy, profile, shard
+from cfrjax import batch, memory, multihost, policy, profile, shard
 from cfrjax.batch import batch_axes, solve_batch
 from cfrjax.best_response import best_response_value, best_response_values, exploitability, expected_value
 from cfrjax.certificate import CertificateError, value_certificate
@@ -17,6 +17,7 @@ from cfrjax.game import CompiledGame, GameLabels, save_game
 from cfrjax.iteration import step
 from cfrjax.load import load_game
 from cfrjax.locking import lock, unlock
+from cfrjax.multihost import solve_batch_to_dir
 from cfrjax.policy import average_policy, current_policy, uniform_policy
 from cfrjax.public.game import PublicGame
 from cfrjax.retarget import reset, set_payoffs, set_root_chance
@@ -36,8 +37,9 @@ __all__ = [
     "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy", "batch", "batch_axes",
     "best_response_value", "best_response_values", "checkpoint_info", "compile_game", "current_policy",
     "evaluate", "exploitability", "expected_value", "form_name", "form_of", "from_openspiel_policy", "init",
-    "load_checkpoint", "load_game", "load_policy", "lock", "memory", "policy", "profile", "read_efg", "reset",
-    "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance", "set_root_ranges", "shard",
-    "solve", "solve_batch", "solve_chunks", "solve_sharded", "spec_from_openspiel", "step", "strategy_table",
-    "to_openspiel_policy", "uniform_policy", "unlock", "value_certificate", "write_efg",
+    "load_checkpoint", "load_game", "load_policy", "lock", "memory", "multihost", "policy", "profile",
+    "read_efg", "reset", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
+    "set_root_ranges", "shard", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",
+    "spec_from_openspiel", "step", "strategy_table", "to_openspiel_policy", "uniform_policy", "unlock",
+    "value_certificate", "write_efg",
 ]

@@ -5,6 +5,12 @@
                       [--eval-every K] [--chance folded|explicit] [--json]
                       [--checkpoint PATH [--checkpoint-every K]]
                       [--save-policy PATH.json|PATH.npz] [--plot PATH.png] [--save-game PATH.npz]
+    cfrjax solve-batch GAME --batch N --out DIR [--iterations N] [--seed S] [--chunk K]
+                      [--coordinator HOST:PORT --num-processes N --process-id I]
+                                   a batch of random subgames, one shard file per process
+                                   (multi-host: the same command on every host, see
+                                   cfrjax.multihost; SLURM variables are read when the
+                                   three options are not given)
     cfrjax show POLICY INFOSET     action probabilities of a saved policy
     cfrjax games [--dir DIR]       built-in games and the specs in games/, with sizes
 
@@ -38,8 +44,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from cfrjax.rules import AVERAGING, DTYPES, ORDERS, RULES
-
     p = _Parser(prog="cfrjax", description="Solve two-player zero-sum games with CFR in JAX.")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("solve", help="solve a game and report exploitability")
@@ -47,13 +51,7 @@ def _parser() -> argparse.ArgumentParser:
                                 "shipped spec (cfrjax games lists them)")
     s.add_argument("--iterations", type=int, default=1000,
                    help="total iterations (a resumed run continues up to this number)")
-    s.add_argument("--rule", choices=RULES, default="cfr+")
-    s.add_argument("--order", choices=ORDERS, default="simultaneous")
-    s.add_argument("--averaging", choices=AVERAGING, default="linear")
-    s.add_argument("--dtype", choices=DTYPES, default="float32")
-    s.add_argument("--form", choices=("public", "tabular"), default=None,
-                   help="compiled form: poker specs default to public (vectors over hands), tabular is the "
-                        "per-deal tree; other games have only the tabular form")
+    _solver_options(s)
     s.add_argument("--chance", choices=("folded", "explicit"), default="folded")
     s.add_argument("--eval-every", type=int, default=None,
                    help="evaluate exploitability every K iterations (default: 10 evaluations)")
@@ -70,6 +68,35 @@ def _parser() -> argparse.ArgumentParser:
                    help="print the memory plan (one row per buffer) before compiling")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
 
+    b = sub.add_parser("solve-batch", help="solve a batch of random subgames of one game, on one or many "
+                                           "processes / hosts; each process writes its shard of the results")
+    b.add_argument("game", help="a poker .toml spec or the name of a shipped spec (random ranges per subgame), or "
+                                "any game `solve` takes whose root is chance (random root-chance probabilities)")
+    b.add_argument("--batch", type=int, required=True, metavar="N",
+                   help="number of subgames (a multiple of the number of devices of all processes)")
+    b.add_argument("--out", required=True, metavar="DIR",
+                   help="output directory: each process writes DIR/shard-<process>-of-<count>.npz (rewritten "
+                        "after every chunk; the same command resumes from it)")
+    b.add_argument("--iterations", type=int, default=1000, help="iterations per subgame")
+    b.add_argument("--seed", type=int, default=0, help="seed of the random ranges / root-chance probabilities")
+    b.add_argument("--chunk", type=int, default=None, metavar="K",
+                   help="iterations between two writes of the shard (default: a tenth of --iterations)")
+    _solver_options(b)
+    b.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="process 0's address and a free port, the same on every process (default: "
+                        "$CFRJAX_COORDINATOR, else the first host of $SLURM_STEP_NODELIST)")
+    b.add_argument("--num-processes", type=int, default=None, metavar="N",
+                   help="number of processes (default: $CFRJAX_NUM_PROCESSES, else $SLURM_NTASKS, else 1)")
+    b.add_argument("--process-id", type=int, default=None, metavar="I",
+                   help="this process, 0..N-1 (default: $CFRJAX_PROCESS_ID, else $SLURM_PROCID)")
+    b.add_argument("--init-timeout", type=int, default=None, metavar="S",
+                   help="seconds to wait for every process to connect (default 120)")
+    b.add_argument("--heartbeat-timeout", type=int, default=None, metavar="S",
+                   help="seconds without a heartbeat after which a process counts as lost (default 10)")
+    b.add_argument("--restart", action="store_true", help="start over instead of resuming from the shard files")
+    b.add_argument("--json", action="store_true", help="print one JSON object (this process's summary) as the "
+                                                       "last stdout line")
+
     sh = sub.add_parser("show", help="print the action probabilities of an information set in a saved policy")
     sh.add_argument("policy", help="a policy file written by `cfrjax solve --save-policy` (.json or .npz)")
     sh.add_argument("infoset", help="an information-set name, or a part of names (every match is printed)")
@@ -81,6 +108,19 @@ def _parser() -> argparse.ArgumentParser:
                         "repository's games/)")
     g.add_argument("--sizes", action="store_true", help="also compute the sizes not known in advance (slow)")
     return p
+
+
+def _solver_options(p) -> None:
+    """The solver options of `solve` and `solve-batch` (one set of defaults)."""
+    from cfrjax.rules import AVERAGING, DTYPES, ORDERS, RULES
+
+    p.add_argument("--rule", choices=RULES, default="cfr+")
+    p.add_argument("--order", choices=ORDERS, default="simultaneous")
+    p.add_argument("--averaging", choices=AVERAGING, default="linear")
+    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    p.add_argument("--form", choices=("public", "tabular"), default=None,
+                   help="compiled form: poker specs default to public (vectors over hands), tabular is the "
+                        "per-deal tree; other games have only the tabular form")
 
 
 # ----------------------------------------------------------------------------------------
@@ -269,7 +309,8 @@ def _solve(args) -> dict:
                 if chunk.exploitability is not None:
                     bar.set_postfix(expl=f"{chunk.exploitability:.3e}",
                                     it_s=f"{(done - start) / max(run.solve_s - solve_before, 1e-9):,.0f}")
-                if delay:
+                if delay:  # test hook: slow chunks, each announced, so a test can interrupt a running solve
+                    print(f"{_CHUNK_DELAY_ENV}: iteration {done}", file=sys.stderr, flush=True)
                     time.sleep(delay)
                 if stop.signum is not None:
                     break
@@ -322,6 +363,38 @@ class _NoStop:
 
     def __exit__(self, *exc):
         pass
+
+
+# ----------------------------------------------------------------------------------------
+# solve-batch
+
+
+def _solve_batch(args) -> dict:
+    import jax
+
+    from cfrjax import multihost
+
+    for name in ("batch", "iterations", "chunk", "init_timeout", "heartbeat_timeout"):
+        v = getattr(args, name)
+        if v is not None and v <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be positive, got {v}")
+    cluster = multihost.cluster_config(args.coordinator, args.num_processes, args.process_id)
+    if args.dtype == "float64":
+        jax.config.update("jax_enable_x64", True)  # an application may flip it; the library never does
+    delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
+
+    def ready(info):
+        print(f"cfrjax: process {info['process_id']} of {info['num_processes']}: {info['game']}, rows "
+              f"[{info['rows'][0]}, {info['rows'][1]}) of {args.batch} on {info['local_devices']} of "
+              f"{info['devices']} devices; solving", file=sys.stderr, flush=True)
+
+    timeouts = {k: v for k, v in (("initialization_timeout", args.init_timeout),
+                                  ("heartbeat_timeout", args.heartbeat_timeout)) if v is not None}
+    return multihost.solve_batch_to_dir(
+        args.game, args.out, batch=args.batch, iterations=args.iterations, seed=args.seed, form=args.form,
+        rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype, chunk=args.chunk,
+        cluster=cluster, resume=not args.restart, on_ready=ready,
+        on_chunk=(lambda _: time.sleep(delay)) if delay else None, **timeouts)
 
 
 # ----------------------------------------------------------------------------------------
@@ -477,9 +550,16 @@ def _games(args) -> None:
 # ----------------------------------------------------------------------------------------
 
 
+def _exit_now(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     from cfrjax.memory import MemoryPlanError
+    from cfrjax.multihost import PeerLostError
     from cfrjax.spec import SpecError
 
     try:
@@ -489,6 +569,8 @@ def main(argv=None) -> int:
         if args.command == "games":
             _games(args)
             return 0
+        if args.command == "solve-batch":
+            return _report_batch(args, _solve_batch(args))
         result = _solve(args)
     except _Interrupted as e:
         name = signal.Signals(e.signum).name
@@ -502,8 +584,17 @@ def main(argv=None) -> int:
               "to keep and resume a run)", file=sys.stderr)
         return 130
     except KeyboardInterrupt:
-        print("cfrjax: interrupted before any iteration ran", file=sys.stderr)
+        if args.command == "solve-batch":
+            print(f"cfrjax: interrupted; the shard files in {args.out} hold the chunks completed so far (run the "
+                  "same command to resume)", file=sys.stderr)
+        else:
+            print("cfrjax: interrupted before any iteration ran", file=sys.stderr)
+        if argv is None:  # the program itself: XLA may still be compiling on another thread, and an interpreter
+            _exit_now(130)  # shutdown under it can crash (SIGSEGV instead of 130); end the process here
         return 130
+    except PeerLostError as e:
+        print(f"cfrjax: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
     except (SpecError, ValueError, OSError, ImportError, MemoryPlanError) as e:
         msg = " ".join(str(e).split()) or type(e).__name__
         print(f"cfrjax: error: {msg}", file=sys.stderr)
@@ -521,4 +612,18 @@ def main(argv=None) -> int:
         for what, path in (("policy", args.save_policy), ("plot", args.plot), ("checkpoint", args.checkpoint)):
             if path:
                 print(f"  {what}: {path}")
+    return 0
+
+
+def _report_batch(args, r: dict) -> int:
+    if args.json:
+        print(json.dumps(r))
+        return 0
+    ms = "-" if r["ms_per_iter"] is None else f"{r['ms_per_iter']:.3f} ms/iter"
+    resumed = "" if r["resumed_from"] is None else f" (resumed at {r['resumed_from']})"
+    print(f"process {r['process_id']} of {r['num_processes']}: {r['game']} rows [{r['rows'][0]}, {r['rows'][1]}) "
+          f"of {r['batch']}, {r['iterations_done']} iterations{resumed} on {r['devices']} {r['device_kind']} "
+          f"device(s) -> {r['path']}")
+    print(f"  build {r['build_s']:.2f} s, first chunk (with compiling) {r['first_chunk_s'] or 0:.2f} s, "
+          f"then {ms} for the {r['batch'] // r['num_processes']}-subgame share")
     return 0

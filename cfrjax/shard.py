@@ -87,8 +87,10 @@ def place(games, states: SolverState, mesh: Mesh | None = None,
     gsh = batch_specs(games, split, repl, fields)
     ssh = jax.tree.map(lambda _: split, states)
     if process_local and jax.process_count() > 1:
-        put = lambda x, sh: jax.make_array_from_process_local_data(sh, np.asarray(x))  # noqa: E731
-        return jax.tree.map(put, games, gsh), jax.tree.map(put, states, ssh)
+        # mapped over the shardings: a leaf the game leaves empty (None) maps to None
+        def put(sh, x):
+            return None if x is None else jax.make_array_from_process_local_data(sh, np.asarray(x))
+        return jax.tree.map(put, gsh, games), jax.tree.map(put, ssh, states)
     return jax.device_put(games, gsh), jax.device_put(states, ssh)
 
 

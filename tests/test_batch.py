@@ -19,8 +19,11 @@ import pytest
 import cfrjax
 from cfrjax import batch
 from cfrjax.driver import run_steps
+from selection import cases, selected
 
 COMBOS = [(rule, order) for rule in cfrjax.rules.RULES for order in cfrjax.rules.ORDERS]
+# Default suite: every rule once, the orders alternating down the list.
+FAST_COMBOS = [(rule, cfrjax.rules.ORDERS[i % 2]) for i, rule in enumerate(cfrjax.rules.RULES)]
 B, T = 3, 6
 FIELDS = ("payoff", "template")
 
@@ -59,7 +62,7 @@ def kuhn():
 
 
 @pytest.fixture(scope="module")
-def solved(kuhn):
+def solved(kuhn, request):
     """Every rule x order on `payoff_batch(kuhn)` with `states_with_locks`, in one executable
     (on a CPU compiling dominates): {combo: (batch-last solve, single solves, vmap of the
     single solve, average policies of the batch-last solve)}.
@@ -70,7 +73,8 @@ def solved(kuhn):
     public functions themselves."""
     games = payoff_batch(kuhn)
     specs = batch.batch_specs(games, 0, None)
-    all_states = {combo: states_with_locks(kuhn, *combo) for combo in COMBOS}
+    combos = selected(request, "test_solve_batch_equals_loop_and_vmap", "rule", "order")
+    all_states = {combo: states_with_locks(kuhn, *combo) for combo in combos}
 
     def single(g, s):
         return run_steps(g, s, T)
@@ -104,7 +108,7 @@ def check_batch_result(game, out, loop, vmapped, pol):
     np.testing.assert_allclose(np.asarray(pol[1, lo:hi]), np.eye(hi - lo)[0], atol=1e-12)
 
 
-@pytest.mark.parametrize("rule,order", COMBOS)
+@pytest.mark.parametrize("rule,order", cases(COMBOS, FAST_COMBOS, unpack=True))
 def test_solve_batch_equals_loop_and_vmap(kuhn, solved, rule, order):
     check_batch_result(kuhn, *solved[rule, order])
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from fixtures import make_bitwise as mb
+from selection import cases
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "bitwise.npz")
 
@@ -29,7 +30,12 @@ def games():
     return {}
 
 
-@pytest.mark.parametrize("case", mb.CASES, ids=mb.case_key)
+# Default suite: Kuhn, Leduc and the poker subgames (every rule family, both orders); the
+# other games' cases are slow.
+FAST = [c for c in mb.CASES if c[0] in ("kuhn", "leduc", "hunl_river", "libratus4_top6")]
+
+
+@pytest.mark.parametrize("case", cases(mb.CASES, FAST), ids=mb.case_key)
 def test_bitwise_equal_to_pre_refactor(case, recorded, games):
     name = case[0]
     if name not in games:

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+import background
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -56,29 +58,44 @@ def test_too_large_openspiel_games_fail_fast_naming_the_estimate(game):
     assert "histories or more (estimated from random playouts)" in lines[0] and "max_nodes=50,000,000" in lines[0]
 
 
-def test_ctrl_c_without_checkpoint_is_one_line_and_130():
+def _ctrl_c_run():
+    """A solve without a checkpoint interrupted by SIGINT once it runs: `(exit code, stderr)`."""
     proc = subprocess.Popen([sys.executable, "-m", "cfrjax", "solve", "kuhn_poker", "--iterations", "100000",
                              "--eval-every", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=_env(CFRJAX_TEST_CHUNK_DELAY_S="0.2"), cwd=ROOT)
     try:
-        deadline = time.monotonic() + 60          # until the memory-plan line: building and loading are over
+        deadline = time.monotonic() + 240         # until the first chunk has run (the test hook announces it)
         line = ""
-        while "memory plan" not in line and time.monotonic() < deadline:
+        while "CFRJAX_TEST_CHUNK_DELAY_S: iteration" not in line and time.monotonic() < deadline:
             line = proc.stderr.readline()
-        time.sleep(8.0)                           # compiled, and chunks run (each sleeps 0.2 s)
+            if not line and proc.poll() is not None:
+                break
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    lines = [x for x in err.strip().splitlines() if x.strip()]
-    assert proc.returncode == 130, err
+    return proc.returncode, err
+
+
+# The command-line processes run in the background from the start of the session
+# (tests/background.py); the tests check what they left.
+BACKGROUND = {"ctrl_c": _ctrl_c_run,
+              "spec_by_name": lambda: _cli("solve", "hunl_river_full", "--iterations", "20", "--json")}
+
+
+@pytest.mark.background("ctrl_c")
+def test_ctrl_c_without_checkpoint_is_one_line_and_130():
+    returncode, err = background.result(__name__, "ctrl_c")
+    lines = [x for x in err.strip().splitlines() if x.strip() and not x.startswith("CFRJAX_TEST_CHUNK_DELAY_S:")]
+    assert returncode == 130, err
     assert len(lines) == 1 and lines[0].startswith("cfrjax: interrupted at iteration "), err
     assert "exploitability" in lines[0]
 
 
+@pytest.mark.background("spec_by_name")
 def test_shipped_spec_solves_by_name_in_public_form():
     import json
-    out = _cli("solve", "hunl_river_full", "--iterations", "20", "--json")
+    out = background.result(__name__, "spec_by_name")
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout.strip().splitlines()[-1])
     assert rec["game"] == "hunl_river_full" and rec["form"] == "public" and rec["iterations"] == 20

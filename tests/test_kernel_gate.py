@@ -50,6 +50,7 @@ import pytest
 
 import cfrjax
 from cfrjax.profile import kernels_per_iteration
+from selection import cases, selected
 
 BOUNDS = {"pull": (10, 2), "scatter": (18, 5)}
 
@@ -70,9 +71,12 @@ def _float32(game):
 
 
 @pytest.fixture(scope="module")
-def counts():
+def counts(request):
     out = {}
+    chosen = {name for name, _ in selected(request, "test_kernels_per_iteration_bounded", "name", "reduction")}
     for name, src in GAMES.items():
+        if name not in chosen:
+            continue
         game = _float32(cfrjax.load_game(src))
         state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear", dtype="float32")
         for reduction in BOUNDS:
@@ -82,7 +86,7 @@ def counts():
 
 
 @pytest.mark.parametrize("reduction", list(BOUNDS))
-@pytest.mark.parametrize("name", list(GAMES))
+@pytest.mark.parametrize("name", cases(list(GAMES), ["kuhn", "leduc", "dark_hex_2x2"]))
 def test_kernels_per_iteration_bounded(counts, name, reduction):
     a, b = BOUNDS[reduction]
     depth, kernels = counts[reduction, name]

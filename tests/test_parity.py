@@ -36,6 +36,7 @@ import cfrjax
 from cfrjax.driver import run_steps
 from random_games import random_spec
 from reference import ReferenceCFR
+from selection import cases, selected
 
 pyspiel = pytest.importorskip("pyspiel")
 from open_spiel.python import policy as os_policy  # noqa: E402
@@ -131,10 +132,10 @@ def test_average_policy_matches_openspiel(openspiel_runs, name, chance, solver, 
         np.testing.assert_allclose(ours, theirs, atol=TOL, rtol=0, err_msg=f"after {checkpoint} iterations")
 
 
-@pytest.mark.parametrize("name", [
+@pytest.mark.parametrize("name", cases([
     "kuhn_poker", "leduc_poker", "liars_dice(numdice=1,dice_sides=4)",
     "turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_cards=4,points_order=descending))",
-    "dark_hex(num_rows=2,num_cols=2)"])
+    "dark_hex(num_rows=2,num_cols=2)"], ["kuhn_poker", "leduc_poker"]))
 def test_exploitability_matches_openspiel(name):
     game = cfrjax.load_game(name)
     os_game = pyspiel.load_game(name)
@@ -182,13 +183,14 @@ def _ref_cases():
 
 
 @pytest.fixture(scope="module")
-def compiled_runs(ref_game):
+def compiled_runs(ref_game, request):
     """30 iterations of every case of `_ref_cases` on `ref_game`: {case: (game, average policy, regret)}.
 
     One executable for all cases (each `cfrjax.driver.run_steps`, the scan `cfrjax.solve`
     runs, then `cfrjax.average_policy`)."""
     games = {chance: cfrjax.compile_game(ref_game, chance=chance) for chance in ("explicit", "folded")}
-    cases = list(_ref_cases())
+    chosen = selected(request, "test_reference_solver_agrees", "rule", "averaging", "order")
+    cases = [c for c in _ref_cases() if tuple(c[:3]) in chosen]
     states = [cfrjax.init(games[c], rule=r, order=o, averaging=a, dtype="float64") for r, a, o, c in cases]
 
     @jax.jit
@@ -202,7 +204,12 @@ def compiled_runs(ref_game):
     return {case: (games[case[-1]], *res) for case, res in zip(cases, run(games, states))}
 
 
-@pytest.mark.parametrize("rule,averaging,order", COMBOS)
+# Default suite: both rules, both averagings and both orders, in four of the eight combinations.
+FAST_COMBOS = [("cfr", "uniform", "simultaneous"), ("cfr", "linear", "alternating"),
+               ("cfr+", "uniform", "alternating"), ("cfr+", "linear", "simultaneous")]
+
+
+@pytest.mark.parametrize("rule,averaging,order", cases(COMBOS, FAST_COMBOS, unpack=True))
 def test_reference_solver_agrees(ref_game, compiled_runs, rule, averaging, order):
     ref = ReferenceCFR(ref_game, rule=rule, averaging=averaging, order=order).run(30)
     for chance in ("explicit", "folded"):

@@ -7,10 +7,13 @@ average policy on a game built in float64 (this process) to 1e-7 relative or 1e-
 pot, whichever is larger.
 """
 
+import atexit
 import json
 import os
+import pathlib
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import jax
@@ -18,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import background
 import cfrjax
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -34,9 +38,11 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def float32_runs(tmp_path_factory):
-    out = tmp_path_factory.mktemp("f32")
+def _float32_runs():
+    """Run `CASES` in float32 in a fresh process; `(its results, the directory of its arrays)`."""
+    work = tempfile.TemporaryDirectory(prefix="cfrjax-test-f32-")
+    atexit.register(work.cleanup)
+    out = pathlib.Path(work.name)
     code = textwrap.dedent(f"""
         import json, sys, numpy as np, jax
         assert not jax.config.jax_enable_x64
@@ -60,10 +66,21 @@ def float32_runs(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
     proc = subprocess.run([sys.executable, "-c", code, json.dumps(CASES)], capture_output=True, text=True,
                           timeout=600, env=env, cwd=ROOT)
+    return proc, out
+
+
+# The float32 process runs in the background from the start of the session (tests/background.py).
+BACKGROUND = {"float32": _float32_runs}
+
+
+@pytest.fixture(scope="module")
+def float32_runs():
+    proc, out = background.result(__name__, "float32")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), out
 
 
+@pytest.mark.background("float32")
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_float32_solve_reports_float64_numbers(float32_runs, case):
     res, out = float32_runs

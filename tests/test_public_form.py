@@ -24,6 +24,7 @@ from cfrjax.games.poker import PokerSpecError, PokerSubgameSpec, build_spec, loa
 from cfrjax.games.poker.public import build_public
 from cfrjax.public import passes as pp
 from cfrjax.public.game import PublicGame
+from selection import cases
 
 jax.config.update("jax_enable_x64", True)
 
@@ -178,7 +179,7 @@ def test_keys_match_tabular():
 # Against the brute-force evaluator.
 
 
-@pytest.mark.parametrize("case", ["river", "river_raises", "turn"])
+@pytest.mark.parametrize("case", cases(["river", "river_raises", "turn"], ["river_raises", "turn"]))
 def test_brute_force(case):
     bf = pytest.importorskip("poker_brute_force", reason="needs eval7")
     rng = np.random.default_rng(7)
@@ -231,7 +232,8 @@ def _configs():
     yield "libratus_turn", lambda: load_libratus_endgame(f"{LIBRATUS}/subgame2.txt", top_n=3), "support"
 
 
-@pytest.mark.parametrize("name,make,hands", list(_configs()), ids=[c[0] for c in _configs()])
+@pytest.mark.parametrize("name,make,hands", cases(list(_configs()), ["turn", "weighted"], key=lambda c: c[0], unpack=True),
+                         ids=[c[0] for c in _configs()])
 def test_against_tabular(name, make, hands):
     try:
         cfg = make()

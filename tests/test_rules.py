@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import cfrjax
+from selection import cases
 from cfrjax import rules
 from cfrjax.driver import run_steps
 from random_games import kuhn_spec
@@ -36,8 +37,9 @@ def _as_dict(game, vec):
     return {key: vec[sl] for key, sl in game.infoset_slots().items()}
 
 
-@pytest.mark.parametrize("order", ORDERS)
-@pytest.mark.parametrize("rule", ALL_RULES)
+# Default suite: every rule once, the orders alternating down the list.
+@pytest.mark.parametrize("rule,order", cases([(r, o) for r in ALL_RULES for o in ORDERS],
+                                             [(r, ORDERS[i % 2]) for i, r in enumerate(ALL_RULES)], unpack=True))
 def test_first_iterations_match_reference(kuhn_explicit, rule, order):
     game = kuhn_explicit
     state = cfrjax.init(game, rule=rule, order=order, dtype="float64")
@@ -68,7 +70,7 @@ def _solved(game, states, iterations):
     return jax.jit(run)(game, states)
 
 
-@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("order", cases(ORDERS, ["alternating"]))
 def test_dcfr_111_equals_lcfr(kuhn_explicit, order):
     game = kuhn_explicit
     (a, pa), (b, pb) = _solved(game, [

@@ -16,6 +16,7 @@ import pytest
 import background
 import cfrjax
 from cfrjax.iteration import running_mean_update
+from selection import cases
 
 # Every rule x order (with the rule's default averaging), and the foundation rules with
 # uniform averaging too.
@@ -28,7 +29,12 @@ def kuhn():
     return cfrjax.load_game("kuhn_poker")
 
 
-@pytest.mark.parametrize("rule,averaging,order", COMBOS)
+# Default suite: every rule family, both averagings, both orders.
+FAST_COMBOS = [("cfr", "uniform", "simultaneous"), ("cfr+", "linear", "alternating"),
+               ("dcfr", "linear", "simultaneous"), ("pdcfr+", "linear", "alternating")]
+
+
+@pytest.mark.parametrize("rule,averaging,order", cases(COMBOS, FAST_COMBOS, unpack=True))
 def test_jit_scan_vmap_equivalence(kuhn, rule, averaging, order):
     state = cfrjax.init(kuhn, rule=rule, order=order, averaging=averaging)
     jitted = jax.jit(cfrjax.step)
