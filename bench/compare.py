@@ -1,8 +1,16 @@
 """ms/iter side by side: cfrjax vs OpenSpiel (C++ CFR+, Python CFR) vs LiteEFG vs NoRegret, on this CPU.
 
     python bench/compare.py [--games kuhn_poker leduc_poker liars_dice] [--iterations 100]
+    python bench/compare.py --peers noregret    # NoRegret dev17 (own Python 3.12 venv) + same-game check
+    python bench/compare.py --peers postflop --postflop-solver DIR   # full-range river/turn
+    python bench/compare.py --peers all --postflop-solver DIR        # every arm; absent ones skipped
 
-Writes `bench/results/compare.jsonl` (one record per game x backend, with the semantics
+`--peers noregret` writes `bench/results/peers_noregret_cpu.jsonl` (`bench/peers/noregret_peer.py`:
+it makes its venv, runs CFR / CFR+ / PCFR+ simultaneous float64 on the suite's OpenSpiel
+games and checks NoRegret against cfrjax float64 at 1,000 iterations on Kuhn and Leduc; a
+configuration that does not agree to 1e-6 relative makes the run exit 1). `--peers postflop`
+writes `bench/results/peers_postflop_cpu.jsonl` (`bench/peers/postflop_peer.py`).
+Without `--peers` (the default arms): writes `bench/results/compare.jsonl` (one record per game x backend, with the semantics
 each backend really runs) and `bench/results/compare.md`. Each run also feeds the
 value-agreement certificate (`cfrjax.certificate`) per game.
 """
@@ -30,7 +38,7 @@ from cfrjax.games.efg_file import write_efg  # noqa: E402
 
 def cfrjax_run(spec, iterations):
     game = cfrjax.load_game(spec)
-    state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear")
+    state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear", dtype="float32")
     run = jax.jit(lambda g, s: _solve(g, s, iterations))
     out = run(game, state)  # compile + warm-up
     jax.block_until_ready(out)
@@ -57,7 +65,35 @@ def main(argv=None):
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--python-max-nodes", type=int, default=20_000, help="skip OpenSpiel Python CFR above this size")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "compare.jsonl"))
+    ap.add_argument("--peers", default="default", choices=["default", "noregret", "postflop", "all"],
+                    help="default: cfrjax vs OpenSpiel and LiteEFG (this file's original arms); noregret, "
+                         "postflop: that arm only (own output file); all: every arm")
+    ap.add_argument("--noregret-venv", default=None, help="NoRegret's Python 3.12 venv (made if absent; "
+                    "default ~/.cache/cfrjax-peers/noregret-venv)")
+    ap.add_argument("--noregret-games", nargs="+", default=None,
+                    help="games for NoRegret's timing runs (default: the suite's OpenSpiel games)")
+    ap.add_argument("--postflop-solver", default=None, help="a postflop-solver checkout (b-inary/postflop-solver)")
+    ap.add_argument("--cargo-source-dir", default=None, help="offline cargo: a directory source replacing "
+                    "crates.io for the postflop driver's build (e.g. Debian's /usr/share/cargo/registry)")
+    ap.add_argument("--peer-iterations", type=int, default=None,
+                    help="iterations of the peers' timing runs (default: each arm's own)")
     args = ap.parse_args(argv)
+    if args.peers != "default":
+        jax.config.update("jax_enable_x64", True)  # float64 arms; the default arms pass float32 explicitly
+    failed = False
+    if args.peers in ("noregret", "all"):
+        import noregret_peer
+        failed |= noregret_peer.compare_main(args) != 0
+    if args.peers in ("postflop", "all"):
+        import postflop_peer
+        failed |= postflop_peer.compare_main(args) != 0
+    if args.peers in ("noregret", "postflop"):
+        return 1 if failed else 0
+    rc = _default_arms(args)
+    return 1 if failed or rc else 0
+
+
+def _default_arms(args) -> int:
     import openspiel_peer
     try:
         import liteefg_peer
@@ -83,8 +119,8 @@ def main(argv=None):
                 recs.append(r)
         else:
             recs.append(dict(backend="liteefg", skipped=why))
-        recs.append(dict(backend="noregret", skipped="unavailable: PyPI's noregret 0.0.0.dev3 is an empty "
-                                                     "package (noregret/__init__.py has no code)"))
+        recs.append(dict(backend="noregret", skipped="run by `--peers noregret` (its own Python 3.12 venv; "
+                                                     "records in bench/results/peers_noregret_cpu.jsonl)"))
         cert = {f"{r['backend']}:{r.get('rule')}": (r["value"], r["nash_conv"]) for r in recs if "nash_conv" in r}
         rows = value_certificate(cert, strict=False)
         for r in recs:
@@ -112,7 +148,8 @@ def main(argv=None):
     with open(os.path.splitext(args.out)[0] + ".md", "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,488 @@
+"""NoRegret (PyPI `noregret==0.0.0.dev17`, uoftcprg) as a benchmark peer, run in its own venv.
+
+NoRegret dev17 needs Python >= 3.12 (PyPI resolves `noregret` to an empty 0.0.0.dev3 on
+3.11), so this file has two halves:
+
+  * the caller (Python 3.11, cfrjax's env): `ensure_venv()` makes a Python 3.12 venv outside
+    the repository (default `~/.cache/cfrjax-peers/noregret-venv`) with noregret dev17 and its
+    CFR path's dependencies, and `run_worker()` runs this same file in that venv and reads its
+    JSONL records back;
+  * the worker (`<venv>/bin/python noregret_peer.py worker ...`, stdlib + noregret only, no
+    cfrjax): builds each OpenSpiel game as NoRegret's sequence-form game, runs its CFR family,
+    times it, evaluates exactly, and prints one JSON record per (game, configuration).
+
+    python bench/peers/noregret_peer.py ensure-venv [--venv DIR]
+    <venv>/bin/python bench/peers/noregret_peer.py worker --games kuhn_poker leduc_poker \
+        --configs cfr+:simultaneous:linear --iterations 1000 [--kernel numpy|cupy] [--policy]
+
+Semantics, read from noregret 0.0.0.dev17's sources:
+  * `regret_minimizers/sequence_form_polytopes.py`: `CFR` (`CounterfactualRegretMinimization`)
+    regret-matches cumulative counterfactual regrets; `CFR_plus` floors them at 0 after every
+    observation (RM+); `DCFR` discounts positive/negative regrets by t^a/(t^a+1), t^b/(t^b+1)
+    (alpha 1.5, beta 0, gamma 2). Counterfactual regrets come from the sequence-form utility
+    vector by one sparse pass per depth level. A decision point whose positive-regret sum is
+    `isclose` to 0 (atol 1e-8) plays uniform (`SequenceFormPolytope.normalize`).
+  * `regret_minimizers/regret_minimizers.py` `_update_average_strategy`: the average is of
+    the *sequence-form* strategy each player played at iteration t, weight t^gamma
+    (`gamma` 0: uniform, 1: linear, 2: quadratic), i.e. the reach-weighted behavioural
+    average, as cfrjax's.
+  * `solvers/regret_minimization.py` `regret_minimization(..., alternation, prediction)`:
+    simultaneous: both players observe `game.utilities(x_t, y_t)`; alternating: player 0
+    observes against y_t, then player 1 against the new x_{t+1}. `prediction=True` is
+    predictive CFR: the next strategy regret-matches R_t + r_t(m) with m the last utility,
+    i.e. the last instantaneous counterfactual regret (cfrjax `pcfr+`: m_t = r_{t-1}).
+    PCFR+ here = `CFR_plus(gamma=2)` with prediction (the configuration of NoRegret's own
+    tests), CFR+ = `CFR_plus` (gamma 1), CFR = `CFR` (gamma 0 or the one asked).
+  * Exact evaluation: `TwoPlayerZeroSumExtensiveFormGame.exploitability` = Nash gap / 2
+    (sequence-form best responses, cfrjax's `exploitability`), value = `expected_row_utility`
+    (player 0). Kernel `FPKer('double')`: NumPy/SciPy float64, one process; `CUDAKer('double')`:
+    CuPy/cupyx.scipy float64 on the GPU.
+  * Game building: `to_efg(ker, OpenSpielGame(ker, name))` walks OpenSpiel's whole tree in
+    Python into a sparse payoff matrix (timed as `build_s`, not in ms/iter).
+
+Stand-ins: `noregret/__init__` imports `solvers/linear_programming.py`, which imports
+`gurobipy` (LP solver; commercial licence); the CFR path never calls it, so the venv gets an
+empty stand-in module `gurobipy.py` (its `Env`/`Model` raise if used). `sparse_dot_mkl` is
+imported only by `MKLKernel()` (not used here): no stand-in. `cupy` is imported only by
+`CUDAKernel()`: installed on the GPU machine only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+NOREGRET_VERSION = "0.0.0.dev17"
+DEFAULT_VENV = os.path.join(os.path.expanduser("~"), ".cache", "cfrjax-peers", "noregret-venv")
+# The CFR path's dependencies (noregret's own pins minus cupy, gurobipy, sparse_dot_mkl).
+DEPS = ["numpy>=2.4.4,<3", "scipy>=1.17.1,<2", "open-spiel>=1.6.14,<2", "ordered-set>=4.1.0,<5",
+        "orjson>=3.11.9,<4", "pokerkit>=0.7.7.dev0,<0.8", "tqdm>=4.67.3,<5"]
+GUROBIPY_STANDIN = '''"""Empty stand-in for gurobipy (cfrjax bench/peers/noregret_peer.py): noregret imports it
+only for its LP solver, which the CFR path never calls."""
+
+
+class _Unavailable:
+    def __init__(self, *args, **kwargs):
+        raise ImportError("gurobipy stand-in: NoRegret's LP solver is not available in this venv")
+
+
+Env = Model = _Unavailable
+GRB = None
+'''
+# rule name -> (NoRegret class name, gamma of its average, prediction)
+RULES = {"cfr": ("CFR", 0, False), "cfr+": ("CFR_plus", 1, False), "pcfr+": ("CFR_plus", 2, True),
+         "dcfr": ("DCFR", 2, False)}
+GAMMA = {"uniform": 0, "linear": 1, "quadratic": 2}
+# The configurations checked against cfrjax float64 at 1,000 iterations (issue 18).
+CHECK_CONFIGS = ["cfr:simultaneous:uniform", "cfr:alternating:uniform", "cfr+:simultaneous:linear",
+                 "pcfr+:simultaneous:quadratic"]
+BENCH_CONFIGS = ["cfr+:simultaneous:linear", "cfr:simultaneous:uniform", "pcfr+:simultaneous:quadratic"]
+
+
+# ---------------------------------------------------------------- caller side (Python 3.11)
+
+def find_python312() -> str | None:
+    import shutil
+    for cand in (os.environ.get("NOREGRET_PYTHON"), "python3.12"):
+        if cand and shutil.which(cand):
+            try:
+                out = subprocess.run([cand, "-c", "import sys; print(sys.version_info[:2] >= (3, 12))"],
+                                     capture_output=True, text=True, timeout=60)
+                if out.stdout.strip() == "True":
+                    return shutil.which(cand)
+            except (OSError, subprocess.SubprocessError):
+                pass
+    import glob
+    for cand in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3.1[2-9]"))):
+        return cand
+    return None
+
+
+def venv_python(venv: str = DEFAULT_VENV) -> str:
+    return os.path.join(venv, "bin", "python")
+
+
+def _venv_ok(venv: str) -> bool:
+    py = venv_python(venv)
+    if not os.path.isfile(py):
+        return False
+    out = subprocess.run([py, "-c", "import importlib.metadata as m, noregret; print(m.version('noregret'))"],
+                         capture_output=True, text=True, timeout=300)
+    return out.returncode == 0 and out.stdout.strip() == NOREGRET_VERSION
+
+
+def ensure_venv(venv: str = DEFAULT_VENV, log=print) -> str:
+    """Make (once) the Python 3.12 venv with noregret dev17; return its python. Raises
+    RuntimeError with the reason when it cannot (no Python 3.12, pip cannot reach an index)."""
+    if _venv_ok(venv):
+        return venv_python(venv)
+    py312 = find_python312()
+    if py312 is None:
+        raise RuntimeError("no Python >= 3.12 found (set NOREGRET_PYTHON): noregret 0.0.0.dev17 needs 3.12")
+    log(f"noregret: making venv {venv} with {py312}")
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    steps = [[py312, "-m", "venv", venv],
+             # --no-deps: its pins also name cupy-cuda13x[ctk] (GPU only), gurobipy, sparse_dot_mkl
+             [venv_python(venv), "-m", "pip", "install", "-q", "--no-deps", f"noregret=={NOREGRET_VERSION}"],
+             [venv_python(venv), "-m", "pip", "install", "-q", "--pre", *DEPS]]
+    for cmd in steps:
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd[:5])} ... failed: {out.stderr.strip()[-500:]}")
+    site = subprocess.run([venv_python(venv), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(site, "gurobipy.py"), "w") as f:
+        f.write(GUROBIPY_STANDIN)
+    if not _venv_ok(venv):
+        raise RuntimeError(f"venv {venv} was made but `import noregret` fails there")
+    return venv_python(venv)
+
+
+def run_worker(python: str, games, configs, iterations: int, kernel: str = "numpy", policy: bool = False,
+               timeout: float | None = None) -> list[dict]:
+    """Run the worker in the venv; its records (one per game x config), in order."""
+    cmd = [python, os.path.abspath(__file__), "worker", "--games", *games, "--configs", *configs,
+           "--iterations", str(iterations), "--kernel", kernel] + (["--policy"] if policy else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(f"noregret worker failed (rc {out.returncode}): {out.stderr.strip()[-2000:]}")
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+# ---------------------------------------------------------------- worker side (venv, Python 3.12)
+
+def parse_config(text: str) -> tuple[str, str, str]:
+    rule, order, averaging = (text.split(":") + [None, None])[:3]
+    if rule not in RULES:
+        raise SystemExit(f"unknown rule {rule!r}: {sorted(RULES)}")
+    order = order or "simultaneous"
+    averaging = averaging or {0: "uniform", 1: "linear", 2: "quadratic"}[RULES[rule][1]]
+    return rule, order, averaging
+
+
+def _standin_gurobipy() -> bool:
+    """Put an empty `gurobipy` into `sys.modules` when none is installed (the GPU machine's
+    wheel install has no venv to hold the stand-in file); True when the stand-in is used."""
+    try:
+        import gurobipy  # noqa: F401
+        return getattr(gurobipy, "GRB", 0) is None  # our own stand-in file
+    except ImportError:
+        import types
+        mod = types.ModuleType("gurobipy")
+        exec(GUROBIPY_STANDIN, mod.__dict__)
+        sys.modules["gurobipy"] = mod
+        return True
+
+
+def _kernel(name: str):
+    import noregret as nr
+    if name == "numpy":
+        return nr.FPKer("double")
+    if name == "cupy":
+        return nr.CUDAKer("double")
+    raise SystemExit(f"unknown kernel {name!r}")
+
+
+def build_game(name: str, kernel_name: str):
+    """NoRegret's sequence-form game for an OpenSpiel game string, on the kernel's device."""
+    import noregret as nr
+    cpu = nr.FPKer("double")
+    efg = nr.to_efg(cpu, nr.OpenSpielGame(cpu, name))
+    if kernel_name == "numpy":
+        return efg
+    # Move through NoRegret's own serialization (scipy .npz -> cupyx csr); if that fails, build
+    # directly on the CUDA kernel (the tree walk stays in NumPy either way).
+    try:
+        return type(efg).loads(_kernel(kernel_name), efg.dumps())
+    except Exception:  # noqa: BLE001
+        return nr.to_efg(_kernel(kernel_name), nr.OpenSpielGame(cpu, name))
+
+
+def _minimizers(game, rule: str, averaging: str):
+    import noregret as nr
+    cls, _, _ = RULES[rule]
+    return [getattr(nr, cls)(game.kernel, sfp, gamma=GAMMA[averaging]) for sfp in game.sequence_form_polytopes]
+
+
+def _solve(game, rule, order, averaging, iterations):
+    import noregret as nr
+    Rs = _minimizers(game, rule, averaging)
+    sync = _sync(game)
+    t0 = time.perf_counter()
+    profile = nr.rm(game, *Rs, alternation=(order == "alternating"), prediction=RULES[rule][2],
+                    iteration_count=iterations, progress_bar=False)
+    sync()
+    return profile, time.perf_counter() - t0
+
+
+def _sync(game):
+    np = game.kernel.numpy
+    if np.__name__ == "cupy":
+        return lambda: np.cuda.Stream.null.synchronize()
+    return lambda: None
+
+
+def behavioural(sfp, x) -> dict:
+    """`{infoset: {action: probability}}` of a sequence-form strategy (uniform where unreached)."""
+    x = x.get() if hasattr(x, "get") else x
+    out = {}
+    for j in sfp.decision_points:
+        parent = float(x[sfp.column(sfp.parent_sequences[j])])
+        acts = list(sfp.actions[j])
+        if parent > 0:
+            out[j] = {a: float(x[sfp.column((j, a))]) / parent for a in acts}
+        else:
+            out[j] = {a: 1.0 / len(acts) for a in acts}
+    return out
+
+
+def versions(kernel_name: str) -> dict:
+    import importlib.metadata as md
+    v = {"noregret": md.version("noregret"), "python": sys.version.split()[0]}
+    for pkg in ("numpy", "scipy", "open_spiel"):
+        try:
+            v[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    if kernel_name == "cupy":
+        import cupy
+        v["cupy"] = cupy.__version__
+        try:
+            v["gpu"] = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
+        except Exception:  # noqa: BLE001
+            pass
+    return v
+
+
+def worker(argv=None) -> None:
+    ap = argparse.ArgumentParser(prog="noregret_peer.py worker")
+    ap.add_argument("--games", nargs="+", default=["kuhn_poker", "leduc_poker"])
+    ap.add_argument("--configs", nargs="+", default=BENCH_CONFIGS, help="rule:order:averaging")
+    ap.add_argument("--iterations", type=int, default=1000)
+    ap.add_argument("--kernel", default="numpy", choices=["numpy", "cupy"])
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up iterations on fresh minimizers "
+                    "(default: 0 on numpy, 20 on cupy: CuPy compiles kernels on first use)")
+    ap.add_argument("--policy", action="store_true", help="include the average behavioural policy")
+    ap.add_argument("--out", default=None, help="also append the records to this JSONL file")
+    args = ap.parse_args(argv)
+    import platform
+    standin = _standin_gurobipy()
+    ver = versions(args.kernel)
+    ver["gurobipy"] = "empty stand-in (LP solver unused)" if standin else ver.get("gurobipy", "installed")
+    warm = args.warmup if args.warmup is not None else (20 if args.kernel == "cupy" else 0)
+    device = ver.get("gpu", "GPU") if args.kernel == "cupy" else f"CPU ({platform.processor() or platform.machine()}, " \
+        f"{os.cpu_count()} cores)"
+    for name in args.games:
+        t0 = time.perf_counter()
+        try:
+            game = build_game(name, args.kernel)
+        except Exception as e:  # noqa: BLE001  (a game NoRegret cannot load: recorded as skipped)
+            rec = dict(backend="noregret", game=name, skipped=f"{type(e).__name__}: {e}"[:500], versions=ver)
+            print(json.dumps(rec), flush=True)
+            continue
+        build_s = time.perf_counter() - t0
+        for cfg in args.configs:
+            rule, order, averaging = parse_config(cfg)
+            if warm:
+                _solve(game, rule, order, averaging, warm)
+            (x, y), solve_s = _solve(game, rule, order, averaging, args.iterations)
+            t1 = time.perf_counter()
+            expl = float(game.exploitability(x, y))
+            value = float(game.expected_row_utility(x, y))
+            eval_s = time.perf_counter() - t1
+            rec = dict(backend="noregret", game=name, rule=rule, order=order, averaging=averaging,
+                       precision="float64", kernel=args.kernel, device=device,
+                       execution=("NumPy/SciPy sparse (FPKer('double')), 1 process" if args.kernel == "numpy"
+                                  else "CuPy/cupyx.scipy sparse (CUDAKer('double'))"),
+                       iterations=args.iterations, warmup_iterations=warm, build_s=build_s, solve_s=solve_s,
+                       ms_per_iter=1e3 * solve_s / args.iterations, eval_s=eval_s, exploitability=expl,
+                       nash_conv=2 * expl, value=value, sequences=list(game.dimensions), versions=ver,
+                       command=" ".join(["python", "bench/peers/noregret_peer.py", "worker", "--games", name,
+                                         "--configs", cfg, "--iterations", str(args.iterations),
+                                         "--kernel", args.kernel]))
+            if args.policy:
+                pol = {}
+                for sfp, s in zip(game.sequence_form_polytopes, (x, y)):
+                    pol.update(behavioural(sfp, s))
+                rec["policy"] = pol
+            line = json.dumps(rec)
+            print(line, flush=True)
+            if args.out:
+                with open(args.out, "a") as f:
+                    f.write(json.dumps({k: v for k, v in rec.items() if k != "policy"}) + "\n")
+
+
+# ---------------------------------------------------------------- same-game check (caller side)
+
+def cfrjax_reference(game_name: str, rule: str, order: str, averaging: str, iterations: int):
+    """cfrjax float64 on the same OpenSpiel game: (exploitability, value, {infoset: {action: p}})."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import cfrjax
+    from cfrjax.strategy import policy_dict
+    game = cfrjax.load_game(cfrjax.spec_from_openspiel(game_name))
+    state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float64")
+    out = cfrjax.solve(game, state, iterations=iterations)
+    state = out[0] if isinstance(out, tuple) else out
+    expl, value = cfrjax.evaluate(game, state)
+    pol = policy_dict(game, cfrjax.average_policy(game, state))
+    return float(expl), float(value), {k: v["actions"] for k, v in pol.items()}
+
+
+def same_game_check(records: list[dict], iterations: int, rtol: float = 1e-6, atol: float = 1e-12) -> list[dict]:
+    """Compare each NoRegret record (with `policy`) to cfrjax float64 with the same configuration.
+    Returns one row per record: relative gaps of exploitability and value, max policy gap, ok."""
+    rows = []
+    for r in records:
+        if "skipped" in r:
+            rows.append(dict(game=r["game"], ok=False, why=r["skipped"]))
+            continue
+        e, v, pol = cfrjax_reference(r["game"], r["rule"], r["order"], r["averaging"], iterations)
+        rel_e = abs(r["exploitability"] - e) / max(abs(e), atol)
+        rel_v = abs(r["value"] - v) / max(abs(v), atol)
+        gap = 0.0
+        missing = 0
+        for key, acts in r["policy"].items():
+            ours = pol.get(key)
+            if ours is None:
+                missing += 1
+                continue
+            for a, p in acts.items():
+                gap = max(gap, abs(p - ours.get(a, float("nan"))) if a in ours else float("inf"))
+        ok = rel_e <= rtol and rel_v <= rtol and missing == 0 and len(pol) == len(r["policy"])
+        rows.append(dict(game=r["game"], rule=r["rule"], order=r["order"], averaging=r["averaging"],
+                         iterations=iterations, noregret_exploitability=r["exploitability"],
+                         cfrjax_exploitability=e, rel_gap_exploitability=rel_e, noregret_value=r["value"],
+                         cfrjax_value=v, rel_gap_value=rel_v, max_policy_gap=gap,
+                         infosets=len(pol), infosets_missing=missing, rtol=rtol, ok=bool(ok)))
+    return rows
+
+
+SUITE_OPENSPIEL = None  # filled from games/suite.toml by suite_games()
+CHECK_GAMES = ["kuhn_poker", "leduc_poker"]
+
+
+def suite_games() -> list[str]:
+    """The suite's OpenSpiel game strings (games/suite.toml order; poker subgames left out)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, here)
+    from suite import is_poker, load_suite
+    return [e["source"] for e in load_suite() if not is_poker(e)]
+
+
+def cfrjax_timed(game_name: str, rule: str, order: str, averaging: str, iterations: int, repeats: int = 3) -> dict:
+    """cfrjax float64 CPU, same configuration, `bench/common.time_solve` protocol, plus evaluation."""
+    import jax
+    import cfrjax
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, here)
+    from common import environment, time_solve
+    game = cfrjax.load_game(cfrjax.spec_from_openspiel(game_name))
+    state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float64")
+    t = time_solve(game, state, iterations, repeats=repeats)
+    out = cfrjax.solve(game, state, iterations)
+    out = out[0] if isinstance(out, tuple) else out
+    expl, value = cfrjax.evaluate(game, out)
+    env = environment()
+    return dict(backend="cfrjax", game=game_name, form=cfrjax.form_name(game), rule=rule, order=order,
+                averaging=averaging, precision="float64", device=f"{env['backend']} ({env['device']}, "
+                f"{env['cpu_count']} cores)", execution=f"jax {jax.__version__} {jax.default_backend()}, lax.scan",
+                versions=dict(jax=jax.__version__, commit=env["commit"]), exploitability=float(expl),
+                nash_conv=2 * float(expl), value=float(value), **t,
+                command=f"python bench/compare.py --peers noregret  # cfrjax arm: {rule}/{order}/{averaging} "
+                        f"float64, {iterations} iterations x {repeats} repeats")
+
+
+def compare_main(args) -> int:
+    """`python bench/compare.py --peers noregret`: the venv, timing runs, same-game check.
+    Returns 0, or 1 when a checked configuration does not agree (a failure, not a skip)."""
+    out_path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "results",
+                            "peers_noregret_cpu.jsonl")
+    cmd = "python bench/compare.py --peers noregret"
+    try:
+        py = ensure_venv(args.noregret_venv or DEFAULT_VENV)
+    except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+        rec = dict(backend="noregret", skipped=f"venv: {e}", command=cmd)
+        print("noregret: skipped:", rec["skipped"], flush=True)
+        with open(out_path, "w") as f:
+            f.write(json.dumps(rec) + "\n")
+        return 0
+    check_T = 1000
+    timing_T = args.peer_iterations or 100
+    games = args.noregret_games or suite_games()
+    records = []
+    # 1. Same-game check (Kuhn, Leduc, 1,000 iterations, four configurations) -- also timed.
+    check_rows = []
+    for g in [g for g in CHECK_GAMES if g in games or args.noregret_games is None]:
+        recs = run_worker(py, [g], sorted(set(CHECK_CONFIGS + BENCH_CONFIGS), key=(CHECK_CONFIGS + BENCH_CONFIGS).index),
+                          check_T, policy=True)
+        rows = same_game_check([r for r in recs if "skipped" in r or f"{r['rule']}:{r['order']}:{r['averaging']}"
+                                in CHECK_CONFIGS], check_T)
+        for r in recs:
+            r.pop("policy", None)
+            r["form"] = "sequence form (NoRegret to_efg)"
+            records.append(r)
+        for row in rows:
+            row.update(kind="same_game_check", peer="noregret", command=cmd)
+            print("noregret check:", json.dumps(row), flush=True)
+        check_rows += rows
+    # 2. Timing runs on the other suite games (build time is NoRegret's Python tree walk).
+    for g in games:
+        if g in CHECK_GAMES:
+            continue
+        try:
+            recs = run_worker(py, [g], BENCH_CONFIGS, timing_T, timeout=3600)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            recs = [dict(backend="noregret", game=g, skipped=str(e)[-500:])]
+        for r in recs:
+            r["form"] = "sequence form (NoRegret to_efg)"
+            records.append(r)
+            print("noregret:", g, r.get("rule"), r.get("ms_per_iter", r.get("skipped")), flush=True)
+    # 3. cfrjax, same configurations, float64 CPU, on every game NoRegret ran.
+    for r in [r for r in records if "ms_per_iter" in r]:
+        c = cfrjax_timed(r["game"], r["rule"], r["order"], r["averaging"], r["iterations"])
+        c["ratio_noregret_over_cfrjax"] = r["ms_per_iter"] / c["ms_per_iter"]
+        records.append(c)
+        print("cfrjax:", r["game"], r["rule"], r["order"], f"{c['ms_per_iter']:.4f} ms/iter vs noregret "
+              f"{r['ms_per_iter']:.4f}", flush=True)
+    # 4. For a configuration that does not agree: the gap against the iteration count (a gap
+    #    growing from roundoff, ~1e-15, is amplification; a gap from iteration 1 is semantics).
+    for row in [r for r in check_rows if not r["ok"] and "rule" in r]:
+        cfg = f"{row['rule']}:{row['order']}:{row['averaging']}"
+        growth = []
+        for T in (10, 100, 300, check_T):
+            rr = same_game_check(run_worker(py, [row["game"]], [cfg], T, policy=True), T)[0]
+            growth.append(dict(iterations=T, rel_gap_exploitability=rr["rel_gap_exploitability"],
+                               rel_gap_value=rr["rel_gap_value"], max_policy_gap=rr["max_policy_gap"]))
+        row["gap_vs_iterations"] = growth
+        print("noregret: gap vs iterations", row["game"], cfg, json.dumps(growth), flush=True)
+    records += check_rows
+    with open(out_path, "w") as f:
+        for r in records:
+            f.write(json.dumps(r, default=float) + "\n")
+    bad = [r for r in check_rows if not r["ok"]]
+    print(f"noregret: {len(records)} records -> {out_path}; same-game check: "
+          f"{len(check_rows) - len(bad)}/{len(check_rows)} agree to 1e-6", flush=True)
+    for r in bad:
+        print("noregret: MISMATCH", json.dumps(r), flush=True)
+    return 1 if bad or not check_rows else 0
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["worker"]:
+        return worker(argv[1:])
+    if argv[:1] == ["ensure-venv"]:
+        ap = argparse.ArgumentParser(prog="noregret_peer.py ensure-venv")
+        ap.add_argument("--venv", default=DEFAULT_VENV)
+        print(ensure_venv(ap.parse_args(argv[1:]).venv))
+        return None
+    raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,340 @@
+"""postflop-solver (b-inary/postflop-solver, Rust, AGPL-3.0) as a benchmark peer, through our driver.
+
+Nothing of postflop-solver is in this repository: `--postflop-solver DIR` names the user's
+checkout; `bench/peers/postflop_driver/` (ours: Cargo.toml + src/main.rs) is copied to a build
+directory outside the repository (default `~/.cache/cfrjax-peers/postflop-driver`), its
+dependency path set to DIR, and built with `cargo build --release`. Without DIR (or without
+cargo, or when the build fails) the arm is skipped with the reason.
+
+    python bench/compare.py --peers postflop --postflop-solver ~/src/postflop-solver
+    python bench/peers/postflop_peer.py --postflop-solver DIR [--spots river turn] [--turn-iterations 100]
+
+Offline builds: cargo must find the crates postflop-solver needs (regex, once_cell, rayon).
+`--cargo-source-dir DIR` writes `.cargo/config.toml` in the build directory replacing
+crates.io by that directory source (e.g. Debian's `/usr/share/cargo/registry`); the checkout's
+version requirements must then be ones that directory satisfies. `--rustflags` is passed as
+RUSTFLAGS (a current rustc needs `-A dangerous_implicit_autorefs` for its sources).
+
+What it runs (the driver's header has the details): the spot of a cfrjax spec (board, pot,
+stack - pot/2 behind, bet fractions as "%" sizes, no raises, no all-in added or forced, full
+ranges), N iterations of postflop-solver's DCFR (alternating, float32, its own discounting) on
+1 and 2 threads; then the same spot in cfrjax's public-tree form on the CPU (CFR+ and DCFR,
+float32 iterations as cfrjax runs them by default, evaluated in float64).
+
+Units: postflop-solver's `compute_exploitability` is (BR_OOP + BR_IP)/2 in chips (cfrjax's
+`exploitability`); `compute_current_ev` already subtracts the half pot; the per-hand
+`expected_values` after `finalize` include the half pot each player put in (subtract pot/2:
+10 for pot 20). Its player 0 is OOP, the first to act: cfrjax's player 0.
+
+Same-game check (river): the driver dumps postflop-solver's average strategy; it is loaded
+into cfrjax's public form (nodes matched by betting history, hands by their two cards) and
+evaluated there in float64: its value and both best-response values must equal
+postflop-solver's own (float32) numbers within `tol_chips` (default 1e-5 chips = 5e-7 of the
+pot). Why that tolerance: its values are float32 sums over the 1,081 x 1,081 hand pairs
+(terms up to 110 chips, normalized by ~1.1M combinations), and its per-hand EVs carry the
+half pot (10 chips, float32 ulp ~1e-6); measured gaps are ~4e-8 chips (values, best
+responses) and ~1.4e-7 (value through `expected_values`), so 1e-5 leaves room for other
+orders of summation (threads) while staying 20x below the 1,000-iteration exploitability.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DRIVER_SRC = os.path.join(HERE, "postflop_driver")
+DEFAULT_BUILD = os.path.join(os.path.expanduser("~"), ".cache", "cfrjax-peers", "postflop-driver")
+SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full"}
+
+
+# ---------------------------------------------------------------- building our driver
+
+def build_driver(solver_dir: str | None, build_dir: str = DEFAULT_BUILD, cargo_source_dir: str | None = None,
+                 rustflags: str | None = None, jobs: int = 1, log=print) -> tuple[str | None, str | None]:
+    """(path of the built driver, None) or (None, reason to skip)."""
+    if not solver_dir:
+        return None, "no --postflop-solver DIR given (a checkout of github.com/b-inary/postflop-solver)"
+    solver_dir = os.path.abspath(os.path.expanduser(solver_dir))
+    if not os.path.isfile(os.path.join(solver_dir, "Cargo.toml")):
+        return None, f"{solver_dir}: no Cargo.toml (not a postflop-solver checkout)"
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        return None, "cargo not found"
+    build_dir = os.path.abspath(os.path.expanduser(build_dir))
+    if os.path.commonpath([build_dir, ROOT]) == ROOT:
+        return None, f"build directory {build_dir} is inside the repository; give one outside"
+    os.makedirs(os.path.join(build_dir, "src"), exist_ok=True)
+    with open(os.path.join(DRIVER_SRC, "Cargo.toml")) as f:
+        toml = f.read().replace("@POSTFLOP_SOLVER_DIR@", solver_dir.replace("\\", "/"))
+    _write_if_changed(os.path.join(build_dir, "Cargo.toml"), toml)
+    with open(os.path.join(DRIVER_SRC, "src", "main.rs")) as f:
+        _write_if_changed(os.path.join(build_dir, "src", "main.rs"), f.read())
+    if cargo_source_dir:
+        os.makedirs(os.path.join(build_dir, ".cargo"), exist_ok=True)
+        _write_if_changed(os.path.join(build_dir, ".cargo", "config.toml"),
+                          '[source.crates-io]\nreplace-with = "local"\n\n'
+                          f'[source.local]\ndirectory = "{cargo_source_dir}"\n')
+    env = dict(os.environ)
+    if rustflags:
+        env["RUSTFLAGS"] = rustflags
+    cmd = [cargo, "build", "--release", "-j", str(jobs)] + (["--offline"] if cargo_source_dir else [])
+    log(f"postflop: building driver in {build_dir}: {' '.join(cmd)}")
+    out = subprocess.run(cmd, cwd=build_dir, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, f"cargo build failed: {out.stderr.strip()[-1500:]}"
+    exe = os.path.join(build_dir, "target", "release", "cfrjax-postflop-driver")
+    return (exe, None) if os.path.isfile(exe) else (None, f"{exe} missing after the build")
+
+
+def _write_if_changed(path, text):
+    if os.path.isfile(path):
+        with open(path) as f:
+            if f.read() == text:
+                return
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def solver_version(solver_dir: str) -> dict:
+    v = {}
+    try:
+        with open(os.path.join(solver_dir, "Cargo.toml")) as f:
+            for line in f:
+                if line.startswith("version"):
+                    v["postflop-solver"] = line.split("=")[1].strip().strip('"')
+                    break
+    except OSError:
+        pass
+    try:
+        rc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+        v["rustc"] = rc
+    except OSError:
+        pass
+    return v
+
+
+# ---------------------------------------------------------------- the spot
+
+def spot_of_spec(spec_name: str) -> dict:
+    """Driver arguments for a shipped cfrjax poker spec, after checking the spec is one the
+    driver can build (full ranges, no raises)."""
+    import tomllib
+    path = os.path.join(ROOT, "cfrjax", "specs", spec_name + ".toml")
+    with open(path, "rb") as f:
+        t = tomllib.load(f)
+    b, r = t.get("betting", {}), t.get("ranges", {})
+    problems = []
+    if r.get("range0", "any") != "any" or r.get("range1", "any") != "any":
+        problems.append("ranges are not full")
+    if b.get("raise_cap", 0) != 0:
+        problems.append("raises allowed")
+    if problems:
+        raise ValueError(f"{spec_name}: {', '.join(problems)}: not the driver's spot")
+    pot, stack = int(t["pot"]), int(t["stack"])
+    return dict(spec=spec_name, board=t["board"], pot=pot, stack=stack, behind=stack - pot // 2,
+                bets=",".join(f"{100 * x:g}%" for x in b["bet_fractions"]), spec_path=os.path.relpath(path, ROOT))
+
+
+def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | None = None,
+               eval_every: int = 0) -> dict:
+    cmd = [exe, "--board", spot["board"], "--pot", str(spot["pot"]), "--stack", str(spot["behind"]),
+           "--bets", spot["bets"], "--iterations", str(iterations), "--threads", str(threads)]
+    if eval_every:
+        cmd += ["--eval-every", str(eval_every)]
+    if dump:
+        cmd += ["--dump-strategy", dump]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"driver failed: {out.stderr.strip()[-1000:]}")
+    rec = json.loads(out.stdout.strip().splitlines()[-1])
+    rec["command"] = " ".join(["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c else c for c in cmd[1:]])
+    return rec
+
+
+# ---------------------------------------------------------------- its strategy in cfrjax
+
+def _code(history: list[str]) -> str:
+    """postflop-solver history labels -> cfrjax public node code ('k.b10', 'k.k/2s/k.b20')."""
+    tok = {"check": "k", "call": "c", "fold": "f"}
+    code = ""
+    for lab in history:
+        if lab.startswith("deal "):
+            code += f"/{lab[5:]}/"
+            continue
+        t = tok.get(lab) or ("b" + lab.split()[1] if lab.startswith("bet ") else None)
+        if t is None:
+            raise ValueError(f"action {lab!r} has no cfrjax code")
+        code += ("." if code and not code.endswith("/") else "") + t
+    return code
+
+
+def strategy_to_cfrjax(game, dump_path: str) -> np.ndarray:
+    """postflop-solver's dumped average strategy as a cfrjax public-form policy `[S, H]` (float64)."""
+    import cfrjax
+    labels = game.labels
+    policy = np.asarray(cfrjax.uniform_policy(game), np.float64).copy()
+    codes = {c: k for k, c in enumerate(labels.node_codes)}
+    hand_index = {frozenset((n[:2], n[2:])): h for h, n in enumerate(labels.hand_names)}
+    starts = np.asarray(labels.node_slot_start)
+    with open(dump_path) as f:
+        head = json.loads(f.readline())
+        cols = [np.array([hand_index[frozenset((s[:2], s[2:]))] for s in hs]) for hs in head["hands"]]
+        seen = 0
+        for line in f:
+            node = json.loads(line)
+            k = codes.get(_code(node["history"]))
+            if k is None:
+                raise ValueError(f"postflop-solver node {node['history']} has no cfrjax node ({_code(node['history'])})")
+            if int(labels.node_player[k]) != node["player"]:
+                raise ValueError(f"node {labels.node_codes[k]}: player {node['player']} there, "
+                                 f"{labels.node_player[k]} in cfrjax")
+            names = list(labels.action_names[k])
+            if sorted(names) != sorted(node["actions"]):
+                raise ValueError(f"node {labels.node_codes[k]}: actions {node['actions']} there, {names} in cfrjax")
+            H = len(cols[node["player"]])
+            s = np.asarray(node["strategy"], np.float64).reshape(len(node["actions"]), H)
+            for i, a in enumerate(node["actions"]):
+                policy[starts[k] + names.index(a), cols[node["player"]]] = s[i]
+            seen += 1
+    if seen != len(labels.node_codes):
+        raise ValueError(f"{seen} postflop-solver decision nodes, {len(labels.node_codes)} cfrjax nodes")
+    return policy
+
+
+def same_game_check(game, rec: dict, dump_path: str, tol_chips: float = 1e-5) -> dict:
+    """Evaluate postflop-solver's strategy in cfrjax (float64) against its own numbers."""
+    import jax.numpy as jnp
+    import cfrjax
+    pol = jnp.asarray(strategy_to_cfrjax(game, dump_path), jnp.float64)
+    br = [float(x) for x in np.asarray(cfrjax.best_response_values(game, pol))]
+    value = float(cfrjax.expected_value(game, pol))
+    expl = float(cfrjax.exploitability(game, pol))
+    theirs = dict(value=rec["current_ev"][0], br0=rec["mes_ev"][0], br1=rec["mes_ev"][1],
+                  exploitability=rec["exploitability"],
+                  value_from_expected_values=rec["expected_value_with_bias"][0] - rec["pot"] / 2)
+    ours = dict(value=value, br0=br[0], br1=br[1], exploitability=expl, value_from_expected_values=value)
+    gaps = {k: abs(ours[k] - theirs[k]) for k in ours}
+    return dict(kind="same_game_check", peer="postflop-solver", spot=rec["spot"], iterations=rec["iterations"],
+                threads=rec["threads"], postflop_solver=theirs, cfrjax_float64=ours, gaps_chips=gaps,
+                tol_chips=tol_chips, ok=bool(max(gaps.values()) <= tol_chips),
+                note="postflop-solver's average strategy evaluated by cfrjax's public form in float64; "
+                     "br0/br1 are best-response values of OOP/IP (cfrjax convention: pot/2 subtracted)")
+
+
+# ---------------------------------------------------------------- cfrjax on the same spot
+
+def cfrjax_spot(spec_name: str, rule: str, iterations: int, repeats: int, dtype: str = "float32") -> dict:
+    import jax
+    import cfrjax
+    sys.path.insert(0, os.path.dirname(HERE))
+    from common import environment, time_solve
+    t0 = time.perf_counter()
+    game = cfrjax.load_game(spec_name)
+    build_s = time.perf_counter() - t0
+    state = cfrjax.init(game, rule=rule, dtype=dtype)
+    t = time_solve(game, state, iterations, repeats=repeats)
+    out = cfrjax.solve(game, state, iterations)
+    out = out[0] if isinstance(out, tuple) else out
+    expl, value = cfrjax.evaluate(game, out)
+    env = environment()
+    cfg = state.config if hasattr(state, "config") else None
+    return dict(backend="cfrjax", spot=spec_name, form=cfrjax.form_name(game), rule=rule,
+                order=getattr(cfg, "order", "simultaneous"), averaging=getattr(cfg, "averaging", None),
+                precision=f"{dtype} iterations, float64 evaluation", threads="XLA CPU (all cores)",
+                device=f"{env['backend']} ({env['device']}, {env['cpu_count']} cores)",
+                versions=dict(jax=jax.__version__, commit=env["commit"]), build_s=build_s,
+                exploitability=float(expl), value=float(value), **t,
+                command=f"python bench/compare.py --peers postflop  # cfrjax arm: load_game({spec_name!r}), "
+                        f"{rule} {dtype}, {iterations} iterations x {repeats} repeats")
+
+
+# ---------------------------------------------------------------- the arm
+
+def compare_main(args) -> int:
+    out_path = os.path.join(ROOT, "bench", "results", "peers_postflop_cpu.jsonl")
+    return run_arm(args.postflop_solver, out_path, river_iterations=args.peer_iterations or 1000,
+                   cargo_source_dir=getattr(args, "cargo_source_dir", None),
+                   rustflags=os.environ.get("RUSTFLAGS") or "-A dangerous_implicit_autorefs")
+
+
+def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000, turn_iterations=100,
+            threads=(1, 2), cargo_source_dir=None, rustflags=None, build_dir=DEFAULT_BUILD,
+            cfrjax_rules=("cfr+", "dcfr")) -> int:
+    cmd = "python bench/compare.py --peers postflop --postflop-solver DIR"
+    exe, why = build_driver(solver_dir, build_dir, cargo_source_dir, rustflags)
+    records = []
+    failed = False
+    if exe is None:
+        records.append(dict(backend="postflop-solver", skipped=why, command=cmd))
+        print("postflop: skipped:", why, flush=True)
+    vers = solver_version(os.path.abspath(os.path.expanduser(solver_dir))) if exe else {}
+    import cfrjax
+    for spot_name in spots:
+        spec = SPOTS[spot_name]
+        spot = spot_of_spec(spec)
+        T = river_iterations if spot_name == "river" else turn_iterations
+        if exe:
+            for th in threads:
+                dump = f"/tmp/cfrjax_postflop_{spot_name}_{os.getpid()}.jsonl" if (spot_name == "river" and th == 1) \
+                    else None
+                rec = run_driver(exe, spot, T, th, dump=dump)
+                rec.update(backend="postflop-solver", spot=spec, form="its own tree (range vectors, float32)",
+                           device=f"CPU ({os.cpu_count()} cores), {th} thread" + ("s" if th > 1 else ""),
+                           versions=vers, pot=spot["pot"], board=spot["board"], behind=spot["behind"],
+                           bets=spot["bets"],
+                           value_cfrjax_convention=rec["expected_value_with_bias"][0] - spot["pot"] / 2,
+                           units="exploitability: (BR_OOP+BR_IP)/2 chips; current_ev: pot/2 subtracted; "
+                                 "expected_value_with_bias: includes pot/2 (subtract it for cfrjax's value)")
+                records.append(rec)
+                print(f"postflop: {spot_name} {th} thread(s): {rec['ms_per_iter']:.4f} ms/iter, exploitability "
+                      f"{rec['exploitability']:.3e} chips, value {rec['current_ev'][0]:.6f}", flush=True)
+                if dump:
+                    game = cfrjax.load_game(spec)
+                    chk = same_game_check(game, rec, dump)
+                    chk["command"] = cmd
+                    records.append(chk)
+                    print("postflop check:", json.dumps(chk), flush=True)
+                    failed |= not chk["ok"]
+                    os.remove(dump)
+        for rule in cfrjax_rules:
+            c = cfrjax_spot(spec, rule, T, repeats=3 if spot_name == "river" else 1)
+            records.append(c)
+            print(f"cfrjax: {spot_name} {rule}: {c['ms_per_iter']:.4f} ms/iter, exploitability "
+                  f"{c['exploitability']:.3e}, value {c['value']:.6f}", flush=True)
+    with open(out_path, "w") as f:
+        for r in records:
+            f.write(json.dumps(r, default=float) + "\n")
+    print(f"postflop: {len(records)} records -> {out_path}", flush=True)
+    return 1 if failed else 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--postflop-solver", default=None, help="postflop-solver checkout")
+    ap.add_argument("--spots", nargs="+", default=["river", "turn"], choices=list(SPOTS))
+    ap.add_argument("--river-iterations", type=int, default=1000)
+    ap.add_argument("--turn-iterations", type=int, default=100)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--cfrjax-rules", nargs="*", default=["cfr+", "dcfr"])
+    ap.add_argument("--build-dir", default=DEFAULT_BUILD)
+    ap.add_argument("--cargo-source-dir", default=None, help="directory source replacing crates.io (offline)")
+    ap.add_argument("--rustflags", default="-A dangerous_implicit_autorefs")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "peers_postflop_cpu.jsonl"))
+    a = ap.parse_args(argv)
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    return run_arm(a.postflop_solver, a.out, a.spots, a.river_iterations, a.turn_iterations, tuple(a.threads),
+                   a.cargo_source_dir, a.rustflags, a.build_dir, tuple(a.cfrjax_rules))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
