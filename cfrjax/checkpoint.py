@@ -42,7 +42,7 @@ import numpy as np
 from cfrjax.atomic import atomic_write
 from cfrjax.game import fingerprint
 from cfrjax.rules import Config
-from cfrjax.state import SolverState
+from cfrjax.state import ARRAY_FIELDS, SolverState
 
 __all__ = ["CheckpointError", "checkpoint_info", "load_checkpoint", "save_checkpoint"]
 
@@ -50,12 +50,11 @@ FORMAT = "cfrjax.checkpoint/1"
 _PARAMS = ("alpha", "beta", "gamma")
 
 
-def _leaf_names() -> tuple:
-    """The `SolverState` array fields (all of them, whatever this version of cfrjax has)."""
-    return tuple(f.name for f in dataclasses.fields(SolverState) if not f.metadata.get("static"))
-
-
-_LEAVES = _leaf_names()
+_LEAVES = ARRAY_FIELDS
+#: Leaves added since the format's first version: a checkpoint without one loads it as
+#: zeros shaped like the named leaf (`avg_comp`, the float32 average's compensation:
+#: zero is exact for float64 states and costs a float32 resume only the dropped low part).
+_ADDED = {"avg_comp": "avg"}
 
 
 class CheckpointError(ValueError):
@@ -98,7 +97,7 @@ def _fits(game, shape) -> bool:
 
 def _array_digest(arrays: dict) -> str:
     h = hashlib.sha256()
-    for name in _LEAVES:
+    for name in (k for k in _LEAVES if k in arrays):
         a = np.ascontiguousarray(arrays[name])
         h.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
         h.update(a.tobytes())
@@ -154,12 +153,12 @@ def _read(path: str) -> tuple[dict, dict]:
                 got = meta.get("format") if isinstance(meta, dict) else None
                 raise CheckpointError(f"checkpoint {path}: not a cfrjax checkpoint (format {got!r}, "
                                       f"expected {FORMAT!r})")
-            missing = [k for k in _LEAVES if k not in z.files]
+            missing = [k for k in _LEAVES if k not in z.files and k not in _ADDED]
             unknown = sorted(set(z.files) - set(_LEAVES) - {"meta"})
             if missing or unknown:
                 raise CheckpointError(f"checkpoint {path}: its state has other fields than this version of cfrjax "
                                       f"(missing {missing}, unknown {unknown}); made by another version?")
-            arrays = {k: z[k] for k in _LEAVES}
+            arrays = {k: z[k] for k in _LEAVES if k in z.files}
     except CheckpointError:
         raise
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, UnicodeDecodeError) as e:
@@ -168,6 +167,8 @@ def _read(path: str) -> tuple[dict, dict]:
                               f"{type(e).__name__}: {e}); delete it to start over") from None
     if _array_digest(arrays) != meta.get("sha256"):
         raise CheckpointError(f"checkpoint {path} is corrupt: its arrays do not match their recorded checksum")
+    for name, like in _ADDED.items():
+        arrays.setdefault(name, np.zeros_like(arrays[like]))
     return meta, arrays
 
 

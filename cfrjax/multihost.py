@@ -54,6 +54,7 @@ import numpy as np
 
 from cfrjax import batch as _batch, shard as _shard
 from cfrjax.atomic import atomic_write
+from cfrjax.state import ARRAY_FIELDS
 
 __all__ = ["Cluster", "PeerLostError", "cluster_config", "initialize", "live_processes", "random_batch",
            "read_shards", "shard_path", "solve_batch_to_dir", "solve_shards"]
@@ -68,7 +69,7 @@ INITIALIZATION_TIMEOUT = 120
 HEARTBEAT_TIMEOUT = 10
 SHUTDOWN_TIMEOUT = 10
 
-_STATE_FIELDS = ("regret", "avg", "avg_weight", "iteration", "prediction", "locked", "locked_policy")
+_STATE_FIELDS = ARRAY_FIELDS
 _KV_DONE = "cfrjax/solve_batch/done/"
 
 

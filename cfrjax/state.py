@@ -27,6 +27,10 @@ class SolverState:
       regret: `[S]` cumulative regrets.
       avg: `[S]` running weighted mean of the reach-weighted strategies
         `pi_i(I) sigma_t(I, a)`; normalized per information set it is the average policy.
+      avg_comp: `[S]` the low-order part of that mean in a float32 solve (compensated
+        summation, `cfrjax.iteration.compensated_mean_update`: the mean is `avg + avg_comp`
+        to about twice float32's digits, and `avg` is it rounded to float32); zeros in a
+        float64 solve, which updates `avg` alone.
       avg_weight: `[]` total averaging weight `W_t` so far.
       iteration: `[]` int32, completed iterations.
       prediction: `[S]` prediction buffer of the predictive rules (`pcfr+`, `pdcfr+`):
@@ -39,6 +43,7 @@ class SolverState:
 
     regret: Any
     avg: Any
+    avg_comp: Any
     avg_weight: Any
     iteration: Any
     prediction: Any
@@ -47,8 +52,11 @@ class SolverState:
     config: Config = dataclasses.field(metadata=dict(static=True), default=Config())
 
 
-jax.tree_util.register_dataclass(
-    SolverState, data_fields=["regret", "avg", "avg_weight", "iteration", "prediction", "locked", "locked_policy"], meta_fields=["config"])
+#: The array fields of `SolverState` (its pytree leaves): the one list that checkpoints
+#: and shard files read and write.
+ARRAY_FIELDS = tuple(f.name for f in dataclasses.fields(SolverState) if not f.metadata.get("static"))
+
+jax.tree_util.register_dataclass(SolverState, data_fields=list(ARRAY_FIELDS), meta_fields=["config"])
 
 
 def resolve_dtype(dtype) -> str:
@@ -85,6 +93,6 @@ def init(game, rule: str = "cfr+", order: str = "simultaneous",
                     alpha=alpha, beta=beta, gamma=gamma)
     dt = jnp.dtype(config.dtype)
     zeros = jnp.zeros(game.slot_shape, dt)
-    return SolverState(regret=zeros, avg=zeros, avg_weight=jnp.zeros((), dt),
+    return SolverState(regret=zeros, avg=zeros, avg_comp=zeros, avg_weight=jnp.zeros((), dt),
                        iteration=jnp.zeros((), jnp.int32), prediction=zeros,
                        locked=jnp.zeros(game.slot_shape, bool), locked_policy=zeros, config=config)
