@@ -32,7 +32,8 @@ def games():
 
 # Default suite: Kuhn, Leduc and the poker subgames (every rule family, both orders); the
 # other games' cases are slow.
-FAST = [c for c in mb.CASES if c[0] in ("kuhn", "leduc", "hunl_river", "libratus4_top6")]
+FAST = [c for c in mb.CASES if c[0] in ("kuhn", "leduc", "hunl_river", "libratus4_top6")
+        and c[:2] != ("libratus4_top6", "cfr+")]
 
 
 @pytest.mark.parametrize("case", cases(mb.CASES, FAST), ids=mb.case_key)

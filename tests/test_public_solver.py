@@ -8,6 +8,7 @@ player's range weight `w_p[h]`; averages are compared as normalised policies; ha
 weight 0 have no tabular information set.
 """
 
+import dataclasses
 import os
 
 import jax
@@ -137,9 +138,9 @@ def to_public(tab, pub, ts):
         return jnp.asarray(out)
     ps = cfrjax.init(pub, rule=ts.config.rule, order=ts.config.order, averaging=ts.config.averaging,
                      dtype="float64")
-    return ps.__class__(regret=lift(np.asarray(ts.regret) / w), avg=lift(np.asarray(ts.avg) * w),
-                        avg_weight=ts.avg_weight, iteration=ts.iteration, prediction=lift(np.asarray(ts.prediction) / w),
-                        locked=ps.locked, locked_policy=ps.locked_policy, config=ps.config)
+    return dataclasses.replace(ps, regret=lift(np.asarray(ts.regret) / w), avg=lift(np.asarray(ts.avg) * w),
+                               avg_weight=ts.avg_weight, iteration=ts.iteration,
+                               prediction=lift(np.asarray(ts.prediction) / w))
 
 
 @pytest.mark.parametrize("case", cases(sorted(CASES), ["libratus4_top6"]))
