@@ -26,7 +26,10 @@ import sys
 import time
 
 
-def _worker(root: str, source: str, iterations: int, repeats: int) -> dict:
+def _worker(root: str, source: str, iterations: int, repeats: int, rule: str = "cfr+",
+            order: str = "simultaneous", averaging: str = "linear") -> dict:
+    """Time float32 solves of `source` with `cfrjax` imported from `root` (run in a fresh
+    process per checkout; also `bench/precision.py time`'s worker)."""
     sys.path.insert(0, os.path.abspath(root))
     import jax
     import cfrjax
@@ -38,7 +41,7 @@ def _worker(root: str, source: str, iterations: int, repeats: int) -> dict:
     else:
         game = cfrjax.load_game(source)
     build_s = time.perf_counter() - t0
-    state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear", dtype="float32")
+    state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float32")
     run = jax.jit(lambda g, s: cfrjax.solve(g, s, iterations, check_memory=False))
     t0 = time.perf_counter()
     run.lower(game, state).compile()
@@ -49,7 +52,7 @@ def _worker(root: str, source: str, iterations: int, repeats: int) -> dict:
         t0 = time.perf_counter()
         jax.block_until_ready(run(game, state))
         times.append(time.perf_counter() - t0)
-    return dict(cfrjax_file=cfrjax.__file__, nodes=int(game.num_nodes), build_s=build_s, compile_s=compile_s,
+    return dict(cfrjax_file=cfrjax.__file__, state_fields=sorted(vars(state)), nodes=int(game.num_nodes), build_s=build_s, compile_s=compile_s,
                 ms_per_iter=1e3 * statistics.median(times) / iterations, ms_per_iter_min=1e3 * min(times) / iterations,
                 iterations=iterations, repeats=repeats, device=str(jax.devices()[0].device_kind),
                 backend=jax.default_backend(), jax=jax.__version__)

@@ -169,33 +169,9 @@ def print_table(summaries) -> None:
 
 
 def _worker(root: str, source: str, iterations: int, repeats: int, rule: str, order: str, averaging: str) -> dict:
-    """Time float32 solves with `cfrjax` imported from `root` (bench/ab_commits.py's protocol)."""
-    sys.path.insert(0, os.path.abspath(root))
-    import jax
-    import cfrjax
-
-    t0 = time.perf_counter()
-    if source.startswith("libratus:"):
-        from cfrjax.games.poker import build_spec, load_libratus_endgame
-        game = cfrjax.compile_game(build_spec(load_libratus_endgame(source.split(":", 1)[1])))
-    else:
-        game = cfrjax.load_game(source)
-    build_s = time.perf_counter() - t0
-    state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float32")
-    run = jax.jit(lambda g, s: cfrjax.solve(g, s, iterations, check_memory=False))
-    t0 = time.perf_counter()
-    run.lower(game, state).compile()
-    compile_s = time.perf_counter() - t0
-    jax.block_until_ready(run(game, state))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(run(game, state))
-        times.append(time.perf_counter() - t0)
-    return dict(cfrjax_file=cfrjax.__file__, state_fields=sorted(vars(state)), nodes=int(game.num_nodes),
-                build_s=build_s, compile_s=compile_s, ms_per_iter=1e3 * statistics.median(times) / iterations,
-                ms_per_iter_min=1e3 * min(times) / iterations, iterations=iterations, repeats=repeats,
-                device=str(jax.devices()[0].device_kind), backend=jax.default_backend(), jax=jax.__version__)
+    """Time float32 solves with `cfrjax` imported from `root` (bench/ab_commits.py's worker)."""
+    from ab_commits import _worker as time_checkout
+    return time_checkout(root, source, iterations, repeats, rule, order, averaging)
 
 
 def timing(args) -> int:
