@@ -3,13 +3,17 @@
     python bench/compare.py [--games kuhn_poker leduc_poker liars_dice] [--iterations 100]
     python bench/compare.py --peers noregret    # NoRegret dev17 (own Python 3.12 venv) + same-game check
     python bench/compare.py --peers postflop --postflop-solver DIR   # full-range river/turn
-    python bench/compare.py --peers all --postflop-solver DIR        # every arm; absent ones skipped
+    python bench/compare.py --peers texassolver --texassolver DIR    # TexasSolver console build; river/turn
+    python bench/compare.py --peers all --postflop-solver DIR --texassolver DIR2   # every arm; absent ones skipped
 
 `--peers noregret` writes `bench/results/peers_noregret_cpu.jsonl` (`bench/peers/noregret_peer.py`:
 it makes its venv, runs CFR / CFR+ / PCFR+ simultaneous float64 on the suite's OpenSpiel
 games and checks NoRegret against cfrjax float64 at 1,000 iterations on Kuhn and Leduc; a
 configuration that does not agree to 1e-6 relative makes the run exit 1). `--peers postflop`
-writes `bench/results/peers_postflop_cpu.jsonl` (`bench/peers/postflop_peer.py`).
+writes `bench/results/peers_postflop_cpu.jsonl` (`bench/peers/postflop_peer.py`). `--peers texassolver`
+writes `bench/results/peers_texassolver_cpu.jsonl` (`bench/peers/texassolver_peer.py`: TexasSolver's
+console solver, 1 and 2 threads, with the same-game check of its dumped strategy; without
+`--texassolver DIR` or its built `console_solver` the arm is a skip record).
 Without `--peers` (the default arms): writes `bench/results/compare.jsonl` (one record per game x backend, with the semantics
 each backend really runs) and `bench/results/compare.md`. Each run also feeds the
 value-agreement certificate (`cfrjax.certificate`) per game.
@@ -65,9 +69,9 @@ def main(argv=None):
     ap.add_argument("--iterations", type=int, default=100)
     ap.add_argument("--python-max-nodes", type=int, default=20_000, help="skip OpenSpiel Python CFR above this size")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "compare.jsonl"))
-    ap.add_argument("--peers", default="default", choices=["default", "noregret", "postflop", "all"],
+    ap.add_argument("--peers", default="default", choices=["default", "noregret", "postflop", "texassolver", "all"],
                     help="default: cfrjax vs OpenSpiel and LiteEFG (this file's original arms); noregret, "
-                         "postflop: that arm only (own output file); all: every arm")
+                         "postflop, texassolver: that arm only (own output file); all: every arm")
     ap.add_argument("--noregret-venv", default=None, help="NoRegret's Python 3.12 venv (made if absent; "
                     "default ~/.cache/cfrjax-peers/noregret-venv)")
     ap.add_argument("--noregret-games", nargs="+", default=None,
@@ -75,6 +79,9 @@ def main(argv=None):
     ap.add_argument("--postflop-solver", default=None, help="a postflop-solver checkout (b-inary/postflop-solver)")
     ap.add_argument("--cargo-source-dir", default=None, help="offline cargo: a directory source replacing "
                     "crates.io for the postflop driver's build (e.g. Debian's /usr/share/cargo/registry)")
+    ap.add_argument("--texassolver", default=None, help="a TexasSolver checkout (bupticybee/TexasSolver, branch "
+                    "console) with its console_solver built in DIR/build")
+    ap.add_argument("--texassolver-exe", default=None, help="TexasSolver's console_solver (default DIR/build/console_solver)")
     ap.add_argument("--peer-iterations", type=int, default=None,
                     help="iterations of the peers' timing runs (default: each arm's own)")
     args = ap.parse_args(argv)
@@ -87,7 +94,10 @@ def main(argv=None):
     if args.peers in ("postflop", "all"):
         import postflop_peer
         failed |= postflop_peer.compare_main(args) != 0
-    if args.peers in ("noregret", "postflop"):
+    if args.peers in ("texassolver", "all"):
+        import texassolver_peer
+        failed |= texassolver_peer.compare_main(args) != 0
+    if args.peers in ("noregret", "postflop", "texassolver"):
         return 1 if failed else 0
     rc = _default_arms(args)
     return 1 if failed or rc else 0

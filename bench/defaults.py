@@ -11,6 +11,11 @@ earlier run and measures the times only. For each threshold (1e-3, 1e-4) a recor
 checkpoint at or below it and the wall time to get there, `iterations x ms_per_iter`
 (compile excluded: it is paid once whatever the rule, and is listed separately).
 
+Poker spots (`--poker`, default `hunl_river,hunl_river_full`: shipped specs by name) are
+solved in their default form, the public tree, and their thresholds are fractions of the
+starting pot (1e-3 and 1e-4 of the pot: 0.1% and 0.01%), the unit poker solvers report;
+the records carry `form` and `threshold_unit`.
+
 Arms: `cfr+` (linear averaging, today's default), `dcfr` (its own t^2 averaging,
 parameters 1.5, 0, 2), `pcfr+` with linear and with quadratic averaging (the paper's arm),
 each simultaneous and alternating.
@@ -18,7 +23,8 @@ each simultaneous and alternating.
 Writes bench/results/defaults_cpu.jsonl (one record per game x arm, with the whole curve)
 and prints the table. Usage:
 
-    python bench/defaults.py [--games kuhn,leduc,liars_dice_1x6,goofspiel5] [--iterations 1000]
+    python bench/defaults.py [--games kuhn,leduc,liars_dice_1x6,goofspiel5] [--poker hunl_river,hunl_river_full]
+                             [--iterations 1000]
                              [--eval-every 10] [--repeats 3] [--out PATH]
 """
 
@@ -40,10 +46,13 @@ jax.config.update("jax_enable_x64", True)  # for the float64 evaluation; iterati
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import cfrjax  # noqa: E402
+from cfrjax.games.poker import load_poker_config  # noqa: E402
+from cfrjax.load import spec_path  # noqa: E402
 from common import environment  # noqa: E402
 from suite import is_poker, load_suite, select, source_path  # noqa: E402
 
 GAMES = "kuhn,leduc,liars_dice_1x6,goofspiel5"
+POKER = "hunl_river,hunl_river_full"
 ARMS = (  # (rule, averaging)
     ("cfr+", "linear"),
     ("dcfr", "linear"),  # `linear` = the rule's own schedule (t^gamma)
@@ -62,8 +71,9 @@ def first_below(iterations, values, eps):
     return None
 
 
-def run_arm(game, rule, averaging, order, iterations, eval_every, repeats, curve=None):
-    """One arm's record; `curve` = (iterations, exploitabilities) of an earlier run to re-time only."""
+def run_arm(game, rule, averaging, order, iterations, eval_every, repeats, curve=None, unit=1.0):
+    """One arm's record; `curve` = (iterations, exploitabilities) of an earlier run to re-time
+    only; the thresholds are `THRESHOLDS x unit` (1 for a game, the pot for a poker spot)."""
     state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float32")
     if curve is None:
         _, trace = cfrjax.solve(game, state, iterations, eval_every=eval_every)
@@ -88,7 +98,7 @@ def run_arm(game, rule, averaging, order, iterations, eval_every, repeats, curve
                cpu_ms_per_iter=1e3 * statistics.median(cpu) / iterations, first_solve_s=first_s,
                final_exploitability=eps[-1], curve_iteration=its, curve_exploitability=eps)
     for eps_t in THRESHOLDS:
-        n = first_below(its, eps, eps_t)
+        n = first_below(its, eps, eps_t * unit)
         rec[f"iters_to_{eps_t:.0e}"] = n
         rec[f"ms_to_{eps_t:.0e}"] = None if n is None else n * ms
     return rec
@@ -119,7 +129,8 @@ def table(records):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--games", default=GAMES)
+    ap.add_argument("--games", default=GAMES, help="suite games, tabular form ('' for none)")
+    ap.add_argument("--poker", default=POKER, help="shipped poker specs, public form ('' for none)")
     ap.add_argument("--iterations", type=int, default=1000)
     ap.add_argument("--eval-every", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=3)
@@ -134,21 +145,27 @@ def main(argv=None):
                 r = json.loads(line)
                 curves[r["game"], r["rule"], r["averaging"], r["order"]] = (r["curve_iteration"], r["curve_exploitability"])
     records = []
-    for entry in select(load_suite(), args.games):
+    games = [(e["name"], e["source"], "tabular", 1.0,
+              lambda e=e: cfrjax.load_game(source_path(e), **({"form": "tabular"} if is_poker(e) else {})))
+             for e in (select(load_suite(), args.games) if args.games else [])]
+    for name in filter(None, args.poker.split(",")):
+        pot = float(load_poker_config(spec_path(name)).pot)
+        games.append((name, name, "public", pot, lambda name=name: cfrjax.load_game(name)))
+    for name, source, form, unit, load in games:
         t0 = time.perf_counter()
-        form = {"form": "tabular"} if is_poker(entry) else {}
-        game = cfrjax.load_game(source_path(entry), **form)
+        game = load()
         for order in ORDERS:
             for rule, averaging in ARMS:
-                rec = dict(game=entry["name"], source=entry["source"],
+                rec = dict(game=name, source=source, form=form,
+                           threshold_unit="chips" if unit == 1.0 else f"pot ({unit:g} chips)",
                            **run_arm(game, rule, averaging, order, args.iterations, args.eval_every, args.repeats,
-                                     curves.get((entry["name"], rule, averaging, order))),
+                                     curves.get((name, rule, averaging, order)), unit),
                            **env)
                 records.append(rec)
-                print(f"{entry['name']:16s} {rule:6s} {averaging:9s} {order:12s} "
+                print(f"{name:16s} {rule:6s} {averaging:9s} {order:12s} "
                       f"eps@{args.iterations}={rec['final_exploitability']:.3e} {rec['ms_per_iter']:.4f} ms/iter "
                       f"1e-3: {fmt_cell(rec, 1e-3)}  1e-4: {fmt_cell(rec, 1e-4)}", flush=True)
-        print(f"# {entry['name']}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+        print(f"# {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         jax.clear_caches()
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

@@ -112,10 +112,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def _solver_options(p) -> None:
     """The solver options of `solve` and `solve-batch` (one set of defaults)."""
-    from cfrjax.rules import AVERAGING, DTYPES, ORDERS, RULES
+    from cfrjax.rules import AVERAGING, DEFAULT_ORDER, DEFAULT_RULE, DTYPES, ORDERS, RULES
 
-    p.add_argument("--rule", choices=RULES, default="cfr+")
-    p.add_argument("--order", choices=ORDERS, default="simultaneous")
+    p.add_argument("--rule", choices=RULES, default=DEFAULT_RULE,
+                   help=f"default {DEFAULT_RULE} (measured fastest, README 'Defaults'); the paper's: cfr+")
+    p.add_argument("--order", choices=ORDERS, default=DEFAULT_ORDER,
+                   help=f"default {DEFAULT_ORDER}; the paper's: simultaneous")
     p.add_argument("--averaging", choices=AVERAGING, default="linear")
     p.add_argument("--dtype", choices=DTYPES, default="float32")
     p.add_argument("--form", choices=("public", "tabular"), default=None,
@@ -397,6 +399,33 @@ def _solve_batch(args) -> dict:
         on_chunk=(lambda _: time.sleep(delay)) if delay else None, **timeouts)
 
 
+def _supervised_batch(args, argv) -> int | None:
+    """A process other than 0 of a multi-process `solve-batch` runs its work in a child
+    (`cfrjax.supervise`): if process 0 (the coordinator) is lost, jaxlib aborts the
+    child, and this process reports it in one line with what the shard file kept.
+    `None`: run in this process (one process, process 0, or not supported here)."""
+    from cfrjax import multihost, supervise
+
+    cluster = multihost.cluster_config(args.coordinator, args.num_processes, args.process_id)
+    if cluster.num_processes == 1 or cluster.process_id == 0 or not supervise.available():
+        return None
+    path = multihost.shard_path(args.out, cluster.process_id, cluster.num_processes)
+
+    def describe(signum):
+        try:
+            done = f"iteration {multihost._read_npz(path)[1]['iterations_done']} of {args.iterations}"
+        except (OSError, ValueError, KeyError):
+            done = "no completed chunk"
+        cause = (f"the distributed runtime aborted it (SIGABRT), which it does when process 0 (the coordinator at "
+                 f"{cluster.coordinator}) is lost: check that process") if signum == signal.SIGABRT else \
+            f"killed by {signal.Signals(signum).name}"
+        return (f"process {cluster.process_id} of {cluster.num_processes} stopped: {cause}; its shard {path} keeps "
+                f"{done} (run the same commands to resume)")
+
+    rc = supervise.run(argv, describe)
+    return 128 - rc if rc < 0 else rc
+
+
 # ----------------------------------------------------------------------------------------
 # show
 
@@ -570,6 +599,9 @@ def main(argv=None) -> int:
             _games(args)
             return 0
         if args.command == "solve-batch":
+            supervised = _supervised_batch(args, sys.argv[1:] if argv is None else list(argv))
+            if supervised is not None:
+                return supervised
             return _report_batch(args, _solve_batch(args))
         result = _solve(args)
     except _Interrupted as e:

@@ -37,6 +37,7 @@ import jax
 import numpy as np
 
 from cfrjax.forms import form_of
+from cfrjax.rules import DEFAULT_ORDER
 from cfrjax.tabular import scratch_from_sizes
 
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
@@ -166,7 +167,7 @@ def _state_rows(S, sdt) -> list:
 
 
 def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, *, path_width: int = 8,
-                    batch: int = 1, dtype="float32", game_dtype=None, order: str = "simultaneous",
+                    batch: int = 1, dtype="float32", game_dtype=None, order: str = DEFAULT_ORDER,
                     batched_fields=("template", "payoff", "chance_reach", "edge_prob", "dec_sign", "dec_chance",
                                     "slot_uniform")) -> MemoryPlan:
     """A plan from the game's counts alone (before building it).
@@ -228,7 +229,7 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
     gdt = next(np.dtype(x.dtype).name for x in leaves.values()
                if x is not None and np.issubdtype(np.dtype(x.dtype), np.floating))
     fdt = np.dtype(dtype or gdt).name
-    order = order or "simultaneous"
+    order = order or DEFAULT_ORDER
     batch = game_batch if batch is None else int(batch)
     per_device = -(-batch // int(devices))
     rows = []

@@ -54,6 +54,7 @@ import numpy as np
 
 from cfrjax import batch as _batch, shard as _shard
 from cfrjax.atomic import atomic_write
+from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE
 from cfrjax.state import ARRAY_FIELDS
 
 __all__ = ["Cluster", "PeerLostError", "cluster_config", "initialize", "live_processes", "random_batch",
@@ -296,7 +297,7 @@ _SAME_RUN = ("game", "fingerprint", "form", "batch", "seed", "rule", "order", "a
              "num_processes", "process_id", "rows_lo", "rows_hi")
 
 
-def solve_shards(games, iterations: int, out_dir: str, *, rule: str = "cfr+", order: str = "simultaneous",
+def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
                  averaging: str = "linear", dtype: str = "float32", chunk: int | None = None, mesh=None,
                  meta: dict | None = None, resume: bool = True, on_chunk=None) -> dict:
     """Solve this process's rows of the batched game `games` (every process passes the
@@ -481,7 +482,7 @@ def read_shards(out_dir: str) -> dict:
 
 
 def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed: int = 0, form: str | None = None,
-                       rule: str = "cfr+", order: str = "simultaneous", averaging: str = "linear",
+                       rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER, averaging: str = "linear",
                        dtype: str = "float32", chunk: int | None = None, cluster: Cluster | None = None,
                        initialization_timeout: int = INITIALIZATION_TIMEOUT,
                        heartbeat_timeout: int = HEARTBEAT_TIMEOUT, resume: bool = True, on_chunk=None,

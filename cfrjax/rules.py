@@ -62,6 +62,14 @@ import math
 import jax.numpy as jnp
 
 RULES = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "pdcfr+")
+#: The default rule and order (`Config`, `cfrjax.init`, the command line): of the arms
+#: measured by `bench/defaults.py` (cfr+, dcfr, pcfr+ linear and quadratic, each
+#: simultaneous and alternating), DCFR alternating reaches a given exploitability soonest,
+#: in iterations and in time, on most suite games (tabular form) and on both river spots
+#: (public form); the table is in the README ("Defaults"). The paper's benchmark setting
+#: is `rule="cfr+", order="simultaneous"`.
+DEFAULT_RULE = "dcfr"
+DEFAULT_ORDER = "alternating"
 ORDERS = ("simultaneous", "alternating")
 AVERAGING = ("uniform", "linear", "quadratic")
 DTYPES = ("float32", "float64")
@@ -116,8 +124,8 @@ class Config:
         to a rule that does not use it is an error.
     """
 
-    rule: str = "cfr+"
-    order: str = "simultaneous"
+    rule: str = DEFAULT_RULE
+    order: str = DEFAULT_ORDER
     averaging: str = "linear"
     dtype: str = "float32"
     alpha: float | None = None

@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from cfrjax.rules import Config
+from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +70,7 @@ def resolve_dtype(dtype) -> str:
     return name
 
 
-def init(game, rule: str = "cfr+", order: str = "simultaneous",
+def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
          averaging: str = "linear", dtype=None, *, alpha: float | None = None, beta: float | None = None,
          gamma: float | None = None) -> SolverState:
     """A fresh solver state: zero regrets, empty average, iteration 0.

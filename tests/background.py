@@ -20,10 +20,24 @@ from __future__ import annotations
 import concurrent.futures
 import sys
 import threading
+import time
 
 _lock = threading.Lock()
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _jobs: dict[tuple[str, str], concurrent.futures.Future] = {}
+#: Wall seconds of each job that ran on the background thread, in the order they ran
+#: (printed at the end of the session by `conftest.py`, to see what the thread waits on).
+durations: dict[str, float] = {}
+
+
+def _timed(module: str, name: str):
+    def run():
+        t0 = time.perf_counter()
+        try:
+            return sys.modules[module].BACKGROUND[name]()
+        finally:
+            durations[f"{module}:{name}"] = time.perf_counter() - t0
+    return run
 
 
 def start(module: str, name: str) -> None:
@@ -34,7 +48,7 @@ def start(module: str, name: str) -> None:
             return
         if _pool is None:
             _pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tests-background")
-        _jobs[module, name] = _pool.submit(sys.modules[module].BACKGROUND[name])
+        _jobs[module, name] = _pool.submit(_timed(module, name))
 
 
 def result(module: str, name: str):

@@ -12,17 +12,19 @@ from __future__ import annotations
 import pytest
 
 
-def cases(values, fast, *, key=None, unpack=False):
+def cases(values, fast, *, key=None, unpack=False, marks=None):
     """`values` as `pytest.param`s, those whose `key(value)` (default: the value itself)
-    is not in `fast` marked `slow`; `unpack` for several argument names (tuple values)."""
+    is not in `fast` marked `slow`; `unpack` for several argument names (tuple values);
+    `marks(value)`: more marks of a case (e.g. its background job)."""
     fast = set(fast)
     unknown = fast - {key(v) if key else v for v in values}
     if unknown:
         raise ValueError(f"fast cases not among the values: {sorted(map(str, unknown))}")
     out = []
     for v in values:
-        marks = () if (key(v) if key else v) in fast else (pytest.mark.slow,)
-        out.append(pytest.param(*(v if unpack else (v,)), marks=marks))
+        more = tuple(marks(v)) if marks else ()
+        more += () if (key(v) if key else v) in fast else (pytest.mark.slow,)
+        out.append(pytest.param(*(v if unpack else (v,)), marks=more))
     return out
 
 

@@ -116,7 +116,7 @@ BACKGROUND = {"sigterm": _sigterm_runs, "plot": _plot_run,
 @pytest.mark.parametrize("kwargs", [
     dict(rule="cfr+", order="alternating"),
     dict(rule="pdcfr+", order="alternating", alpha=2.0),
-    dict(rule="dcfr", dtype="float32"),
+    dict(rule="dcfr", order="simultaneous", dtype="float32"),
 ])
 def test_resume_from_halfway_is_bitwise_identical(kuhn, kwargs, tmp_path):
     state = cfrjax.init(kuhn, **kwargs)
@@ -171,7 +171,7 @@ def test_truncated_or_corrupt_checkpoint_is_a_clear_error(kuhn, tmp_path):
 
 
 def test_checkpoint_of_another_game_or_config_is_refused(kuhn, leduc, tmp_path):
-    state = cfrjax.solve(kuhn, cfrjax.init(kuhn, "cfr+"), 10)
+    state = cfrjax.solve(kuhn, cfrjax.init(kuhn, "cfr+", order="simultaneous"), 10)
     path = tmp_path / "k.ckpt"
     cfrjax.save_checkpoint(path, kuhn, state)
     with pytest.raises(CheckpointError, match="made for game 'kuhn_poker\\(\\)'.*not for 'leduc_poker\\(\\)'"):

@@ -5,7 +5,8 @@ subgames through the multi-host entry point (`cfrjax solve-batch --coordinator .
 
 * The joined shard files equal one process's `cfrjax.solve_batch` of the whole batch
   bit for bit (a third process computes it, without x64, as the workers run).
-* One process is SIGKILLed mid-run: the other exits with code 1 and a one-line error
+* One process is SIGKILLed mid-run (process 1; in a second run at the same time, process
+  0, the coordinator, whose loss jaxlib answers by aborting the other): the other exits with code 1 and a one-line error
   naming the lost process, within 60 s, and its shard file keeps the iterations it
   finished (equal to the reference at that iteration).
 
@@ -57,7 +58,7 @@ REFERENCE = textwrap.dedent(r"""
     spec, out, B, T, C, seed = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:7])
     g = cfrjax.load_game(spec, form="tabular")
     games = multihost.random_batch(g, B, seed)
-    s0 = cfrjax.batch.init_batch(g, B, rule="cfr+", dtype="float32")
+    s0 = cfrjax.batch.init_batch(g, B, dtype="float32")  # the defaults, as the command line's
     names = ("regret", "avg", "avg_weight", "iteration", "prediction")
     arrays = {f"whole.{k}": np.asarray(getattr(cfrjax.solve_batch(games, s0, T), k)) for k in names}
     s = s0
@@ -141,21 +142,30 @@ def _runs():
         res["ok_wall_s"] = time.monotonic() - t0
         res["ok_out"] = out
 
-        # 2. process 1 killed once it has saved its first chunk (so it is solving)
+        # 2. at once, in two runs: process 1 killed, and process 0 (the coordinator) killed,
+        # each once the victim has saved its first chunk (so it is solving)
         env = _env(work, CFRJAX_TEST_CHUNK_DELAY_S="1")
-        port, out = _free_port(), os.path.join(work, "lost")
         deadline = time.monotonic() + TIMEOUT_S
-        procs = [_worker(work, out, port, i, env) for i in range(2)]
-        victim = os.path.join(out, "shard-00001-of-00002.npz")
-        while not os.path.exists(victim) and procs[1].poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        res["victim_started"] = os.path.exists(victim)
-        procs[1].send_signal(signal.SIGKILL)
-        t_kill = time.monotonic()
-        res["survivor"] = _wait(procs[0], t_kill + LOST_LIMIT_S + 10)
-        res["survivor_s"] = time.monotonic() - t_kill
-        res["victim"] = _wait(procs[1], deadline)
-        res["lost_out"] = out
+        runs = {}
+        for victim in (1, 0):
+            out = os.path.join(work, f"lost{victim}")
+            port = _free_port()
+            runs[victim] = (out, [_worker(work, out, port, i, env) for i in range(2)])
+            procs += runs[victim][1]
+        for victim, (out, pair) in runs.items():
+            shard = os.path.join(out, f"shard-{victim:05d}-of-00002.npz")
+            while not os.path.exists(shard) and pair[victim].poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            res[f"victim{victim}_started"] = os.path.exists(shard)
+            # the whole process group: a process other than 0 is a supervisor and its child
+            os.killpg(pair[victim].pid, signal.SIGKILL)
+            res[f"t_kill{victim}"] = time.monotonic()
+        for victim, (out, pair) in runs.items():
+            survivor = pair[1 - victim]
+            res[f"survivor{victim}"] = _wait(survivor, res[f"t_kill{victim}"] + LOST_LIMIT_S + 10)
+            res[f"survivor{victim}_s"] = time.monotonic() - res[f"t_kill{victim}"]
+            res[f"victim{victim}"] = _wait(pair[victim], deadline)
+            res[f"lost{victim}_out"] = out
         res["reference"] = _wait(ref, time.monotonic() + TIMEOUT_S)
         return res
     finally:
@@ -204,24 +214,34 @@ def test_two_processes_equal_one_process_solve_batch_bitwise(runs):
     assert not np.array_equal(shards["state"]["avg"][0], shards["state"]["avg"][4])  # different subgames
 
 
-def test_lost_peer_stops_the_other_with_one_line_error(runs):
+@pytest.mark.parametrize("victim", [1, 0])
+def test_lost_peer_stops_the_other_with_one_line_error(runs, victim):
+    """Process 1 lost: process 0 notices it (heartbeats) and stops with a `PeerLostError`.
+    Process 0 lost: jaxlib aborts process 1's worker (SIGABRT), which its supervisor reports
+    (`cfrjax.supervise`). Either way one line, exit code 1, the shard kept."""
     from cfrjax import multihost
 
-    assert runs["victim_started"], runs["victim"][1][-3000:]
-    assert runs["victim"][0] == -signal.SIGKILL
-    rc, log = runs["survivor"]
+    survivor = 1 - victim
+    assert runs[f"victim{victim}_started"], runs[f"victim{victim}"][1][-3000:]
+    assert runs[f"victim{victim}"][0] == -signal.SIGKILL
+    rc, log = runs[f"survivor{victim}"]
     assert rc == 1, log[-3000:]
-    assert runs["survivor_s"] < LOST_LIMIT_S
+    assert runs[f"survivor{victim}_s"] < LOST_LIMIT_S
     assert "Traceback" not in log and "Check failure" not in log, log[-3000:]
     errors = [ln for ln in log.splitlines() if ln.startswith("cfrjax: error:")]
     assert len(errors) == 1 and log.rstrip().endswith(errors[0]), log[-3000:]
-    assert errors[0].startswith("cfrjax: error: lost process 1 of 2"), errors[0]
-    assert "shard-00000-of-00002.npz" in errors[0]
-    # process 0 kept what it finished: its shard, equal to the reference at that iteration
-    arrays, meta = multihost._read_npz(multihost.shard_path(runs["lost_out"], 0, 2))
+    assert f"shard-{survivor:05d}-of-00002.npz" in errors[0]
+    # the survivor kept what it finished: its shard, equal to the reference at that iteration
+    arrays, meta = multihost._read_npz(multihost.shard_path(runs[f"lost{victim}_out"], survivor, 2))
     done = meta["iterations_done"]
     assert CHUNK <= done < T and done % CHUNK == 0
-    assert f"stopped at iteration {done} of {T}" in errors[0]
+    if victim == 1:
+        assert errors[0].startswith("cfrjax: error: lost process 1 of 2"), errors[0]
+        assert f"stopped at iteration {done} of {T}" in errors[0]
+    else:
+        assert errors[0].startswith("cfrjax: error: process 1 of 2 stopped: "), errors[0]
+        assert "process 0 (the coordinator" in errors[0] and f"keeps iteration {done} of {T}" in errors[0]
     ref = _reference(runs)
+    rows = slice(4 * survivor, 4 * survivor + 4)
     for k in ("regret", "avg", "iteration"):
-        assert np.array_equal(arrays[f"state.{k}"], ref[f"{done}.{k}"][:4]), k
+        assert np.array_equal(arrays[f"state.{k}"], ref[f"{done}.{k}"][rows]), k

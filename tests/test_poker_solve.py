@@ -105,6 +105,7 @@ def test_river_nuts_anchor_solved():
     print(f"nuts anchor: value {value:.9f}, exploitability {expl:.3g}")
 
 
+@pytest.mark.slow  # the turn's chance layer is checked in the default suite against brute force (test_public_form)
 def test_turn_quads_anchor_solved():
     # Board 7s 7d 7h Ks, P0 holds 7c 2d: quads win on every river.
     spec = build_spec(PokerSubgameSpec(board="7s 7d 7h Ks", range0="7c2d", range1="AA,QQ"))

@@ -8,6 +8,7 @@ pot, whichever is larger.
 """
 
 import atexit
+import functools
 import json
 import os
 import pathlib
@@ -23,6 +24,7 @@ import pytest
 
 import background
 import cfrjax
+from selection import cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RIVER = os.path.join(ROOT, "games", "hunl_river.toml")
@@ -38,8 +40,8 @@ CASES = [
 ]
 
 
-def _float32_runs():
-    """Run `CASES` in float32 in a fresh process; `(its results, the directory of its arrays)`."""
+def _float32_runs(names):
+    """Run the `CASES` named in float32 in a fresh process; `(its results, the directory of its arrays)`."""
     work = tempfile.TemporaryDirectory(prefix="cfrjax-test-f32-")
     atexit.register(work.cleanup)
     out = pathlib.Path(work.name)
@@ -51,7 +53,7 @@ def _float32_runs():
         res = {{}}
         for name, source, kw, pot, iters, exact in cases:
             g = cfrjax.load_game(source, **kw)
-            s0 = cfrjax.init(g, rule="cfr+", dtype="float32")
+            s0 = cfrjax.init(g, rule="cfr+", order="simultaneous", dtype="float32")
             s, tr = cfrjax.solve(g, s0, iters, eval_every=iters // 2)
             e, v = cfrjax.evaluate(g, s)
             st, tt = cfrjax.solve(g, s0, eval_every=iters // 2, target_exploitability=1e-12, max_iterations=iters)
@@ -64,27 +66,31 @@ def _float32_runs():
         print(json.dumps(res))
     """)
     env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(CASES)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps([c for c in CASES if c[0] in names])],
+                          capture_output=True, text=True,
                           timeout=600, env=env, cwd=ROOT)
     return proc, out
 
 
-# The float32 process runs in the background from the start of the session (tests/background.py).
-BACKGROUND = {"float32": _float32_runs}
+# One float32 process per case, in the background from the start of the session
+# (tests/background.py). Default suite: Leduc and the public river spot; Liar's Dice and
+# the tabular river are slow cases.
+BACKGROUND = {f"float32_{c[0]}": functools.partial(_float32_runs, (c[0],)) for c in CASES}
+FAST = ("leduc", "river_public")
 
 
-@pytest.fixture(scope="module")
-def float32_runs():
-    proc, out = background.result(__name__, "float32")
+def _float32_result(name):
+    proc, out = background.result(__name__, f"float32_{name}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), out
 
 
-@pytest.mark.background("float32")
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_float32_solve_reports_float64_numbers(float32_runs, case):
-    res, out = float32_runs
+@pytest.mark.parametrize("case", cases(CASES, FAST, key=lambda c: c[0],
+                                       marks=lambda c: [pytest.mark.background(f"float32_{c[0]}")]),
+                         ids=[c[0] for c in CASES])
+def test_float32_solve_reports_float64_numbers(case):
     name, source, kw, pot, _, exact = case
+    res, out = _float32_result(name)
     r = res[name]
     assert r["dtypes"] == ["float64", "float32"] and r["precision"] == "float64"
     assert r["bitwise"]                      # the x64-traced evaluation leaves the iteration untouched

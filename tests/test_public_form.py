@@ -251,7 +251,7 @@ def test_against_tabular(name, make, hands):
         return
     # One CFR iteration from regrets whose regret matching is `pol`: tabular regret and
     # first average term (weight 1: the average is y) = public x w_p[h].
-    state = dataclasses.replace(cfrjax.init(tab, rule="cfr", averaging="uniform"), regret=pol_tab)
+    state = dataclasses.replace(cfrjax.init(tab, rule="cfr", order="simultaneous", averaging="uniform"), regret=pol_tab)
     state = tabular_step(tab, state)
     r_pub, y_pub = regret_pass(g, passes.extend(pol), jnp.zeros(g.slot_shape), None)
     np.testing.assert_allclose(state.regret - pol_tab, tabular_of(g, tab, r_pub, w), rtol=0, atol=1e-10)
@@ -276,7 +276,7 @@ def test_cfr_iterations_match_tabular():
     tab = tabular_game(cfg)
     w = np.asarray(g.weights)
     regret, avg = jnp.zeros(g.slot_shape), jnp.zeros(g.slot_shape)
-    state = cfrjax.init(tab, rule="cfr", averaging="uniform")
+    state = cfrjax.init(tab, rule="cfr", order="simultaneous", averaging="uniform")
     for t in range(1, 4):
         sigma = passes.regret_matching(g, regret)
         sigma_tab = np.asarray(cfrjax.current_policy(tab, state))

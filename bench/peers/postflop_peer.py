@@ -55,6 +55,9 @@ DRIVER_SRC = os.path.join(HERE, "postflop_driver")
 DEFAULT_BUILD = os.path.join(os.path.expanduser("~"), ".cache", "cfrjax-peers", "postflop-driver")
 SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full"}
 
+sys.path.insert(0, HERE)
+from public_policy import evaluate, history_code, policy_from_nodes  # noqa: E402  (shared with texassolver_peer)
+
 
 # ---------------------------------------------------------------- building our driver
 
@@ -164,64 +167,23 @@ def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | 
 
 def _code(history: list[str]) -> str:
     """postflop-solver history labels -> cfrjax public node code ('k.b10', 'k.k/2s/k.b20')."""
-    tok = {"check": "k", "call": "c", "fold": "f"}
-    code = ""
-    for lab in history:
-        if lab.startswith("deal "):
-            code += f"/{lab[5:]}/"
-            continue
-        t = tok.get(lab) or ("b" + lab.split()[1] if lab.startswith("bet ") else None)
-        if t is None:
-            raise ValueError(f"action {lab!r} has no cfrjax code")
-        code += ("." if code and not code.endswith("/") else "") + t
-    return code
+    return history_code(history)
 
 
 def strategy_to_cfrjax(game, dump_path: str) -> np.ndarray:
     """postflop-solver's dumped average strategy as a cfrjax public-form policy `[S, H]` (float64)."""
-    import cfrjax
-    labels = game.labels
-    policy = np.asarray(cfrjax.uniform_policy(game), np.float64).copy()
-    codes = {c: k for k, c in enumerate(labels.node_codes)}
-    hand_index = {frozenset((n[:2], n[2:])): h for h, n in enumerate(labels.hand_names)}
-    starts = np.asarray(labels.node_slot_start)
     with open(dump_path) as f:
         head = json.loads(f.readline())
-        cols = [np.array([hand_index[frozenset((s[:2], s[2:]))] for s in hs]) for hs in head["hands"]]
-        seen = 0
-        for line in f:
-            node = json.loads(line)
-            k = codes.get(_code(node["history"]))
-            if k is None:
-                raise ValueError(f"postflop-solver node {node['history']} has no cfrjax node ({_code(node['history'])})")
-            if int(labels.node_player[k]) != node["player"]:
-                raise ValueError(f"node {labels.node_codes[k]}: player {node['player']} there, "
-                                 f"{labels.node_player[k]} in cfrjax")
-            names = list(labels.action_names[k])
-            if sorted(names) != sorted(node["actions"]):
-                raise ValueError(f"node {labels.node_codes[k]}: actions {node['actions']} there, {names} in cfrjax")
-            H = len(cols[node["player"]])
-            s = np.asarray(node["strategy"], np.float64).reshape(len(node["actions"]), H)
-            for i, a in enumerate(node["actions"]):
-                policy[starts[k] + names.index(a), cols[node["player"]]] = s[i]
-            seen += 1
-    if seen != len(labels.node_codes):
-        raise ValueError(f"{seen} postflop-solver decision nodes, {len(labels.node_codes)} cfrjax nodes")
-    return policy
+        return policy_from_nodes(game, head["hands"], (json.loads(line) for line in f), peer="postflop-solver")
 
 
 def same_game_check(game, rec: dict, dump_path: str, tol_chips: float = 1e-5) -> dict:
     """Evaluate postflop-solver's strategy in cfrjax (float64) against its own numbers."""
-    import jax.numpy as jnp
-    import cfrjax
-    pol = jnp.asarray(strategy_to_cfrjax(game, dump_path), jnp.float64)
-    br = [float(x) for x in np.asarray(cfrjax.best_response_values(game, pol))]
-    value = float(cfrjax.expected_value(game, pol))
-    expl = float(cfrjax.exploitability(game, pol))
+    ev = evaluate(game, strategy_to_cfrjax(game, dump_path))
     theirs = dict(value=rec["current_ev"][0], br0=rec["mes_ev"][0], br1=rec["mes_ev"][1],
                   exploitability=rec["exploitability"],
                   value_from_expected_values=rec["expected_value_with_bias"][0] - rec["pot"] / 2)
-    ours = dict(value=value, br0=br[0], br1=br[1], exploitability=expl, value_from_expected_values=value)
+    ours = dict(ev, value_from_expected_values=ev["value"])
     gaps = {k: abs(ours[k] - theirs[k]) for k in ours}
     return dict(kind="same_game_check", peer="postflop-solver", spot=rec["spot"], iterations=rec["iterations"],
                 threads=rec["threads"], postflop_solver=theirs, cfrjax_float64=ours, gaps_chips=gaps,
