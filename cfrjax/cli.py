@@ -298,6 +298,9 @@ def _solve(args) -> dict:
         compile_s = run.compile()
     start = run.start
 
+    from cfrjax.games.poker import starting_pot
+
+    pot = starting_pot(game)  # poker spots: exploitability also in % of the starting pot
     delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
     bar = tqdm(total=args.iterations, initial=min(start, args.iterations), unit="it", file=sys.stderr,
                disable=None, dynamic_ncols=True)
@@ -310,6 +313,7 @@ def _solve(args) -> dict:
                 done = chunk.iteration
                 if chunk.exploitability is not None:
                     bar.set_postfix(expl=f"{chunk.exploitability:.3e}",
+                                    **({} if pot is None else {"pot": f"{100 * chunk.exploitability / pot:.4f}%"}),
                                     it_s=f"{(done - start) / max(run.solve_s - solve_before, 1e-9):,.0f}")
                 if delay:  # test hook: slow chunks, each announced, so a test can interrupt a running solve
                     print(f"{_CHUNK_DELAY_ENV}: iteration {done}", file=sys.stderr, flush=True)
@@ -334,6 +338,8 @@ def _solve(args) -> dict:
 
     meta = dict(game=game.name, form=cfrjax.form_name(game), rule=args.rule, order=args.order,
                 averaging=args.averaging, dtype=args.dtype, chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value)
+    if pot is not None:
+        meta.update(pot=pot, exploitability_pct_pot=100 * expl / pot)
     if args.save_policy:
         cfrjax.save_policy(args.save_policy, game, cfrjax.average_policy(game, state), meta=meta)
     if args.plot:
@@ -636,7 +642,9 @@ def main(argv=None) -> int:
     else:
         print(f"{result['game']}: {result['rule']} {result['order']} {result['averaging']} {result['dtype']}, "
               f"{result['iterations']} iterations")
-        print(f"  exploitability {result['exploitability']:.6e}   value (player 0) {result['value']:.6f}")
+        pct = "" if result.get("pot") is None else \
+            f" ({result['exploitability_pct_pot']:.6f}% of the starting pot {result['pot']:g})"
+        print(f"  exploitability {result['exploitability']:.6e}{pct}   value (player 0) {result['value']:.6f}")
         print(f"  {result['nodes']:,} nodes, {result['infosets']:,} infosets, {result['slots']:,} slots, "
               f"depth {result['depth']}")
         print(f"  compile {result['compile_s']:.2f} s, solve {result['solve_s']:.3f} s "

@@ -100,3 +100,5 @@ def test_shipped_spec_solves_by_name_in_public_form():
     rec = json.loads(out.stdout.strip().splitlines()[-1])
     assert rec["game"] == "hunl_river_full" and rec["form"] == "public" and rec["iterations"] == 20
     assert rec["exploitability"] > 0
+    # poker units: the same number in % of the starting pot (the spec's pot: 20 chips)
+    assert rec["pot"] == 20.0 and rec["exploitability_pct_pot"] == pytest.approx(100 * rec["exploitability"] / 20.0)

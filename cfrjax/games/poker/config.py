@@ -49,6 +49,15 @@ def _norm_range(r):
     return tuple(out)
 
 
+def starting_pot(game) -> float | None:
+    """The pot at the root of a poker subgame (chips), for any form (`GameSpec`, compiled
+    tabular or public game); `None` for a game that is not a poker subgame. Poker solvers
+    report exploitability as a percentage of this pot."""
+    source = game.source if hasattr(game, "source") else getattr(getattr(game, "labels", None), "source", None)
+    pot = ((source or {}).get("poker") or {}).get("pot")
+    return None if pot is None else float(pot)
+
+
 @dataclasses.dataclass(frozen=True)
 class PokerSubgameSpec:
     """Configuration of a HUNL river/turn subgame (see the module docstring).
