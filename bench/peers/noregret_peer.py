@@ -14,6 +14,13 @@ NoRegret dev17 needs Python >= 3.12 (PyPI resolves `noregret` to an empty 0.0.0.
     python bench/peers/noregret_peer.py ensure-venv [--venv DIR]
     <venv>/bin/python bench/peers/noregret_peer.py worker --games kuhn_poker leduc_poker \
         --configs cfr+:simultaneous:linear --iterations 1000 [--kernel numpy|cupy] [--policy]
+    python bench/peers/noregret_peer.py diagnose [--games ...] [--configs ...] [--iterations 1000]
+
+`diagnose` (caller side; its worker half is `<venv>/bin/python noregret_peer.py trajectory`)
+explains the same-game check's failures: per-iteration gaps of NoRegret vs cfrjax (folded
+chance, the check's arm), NoRegret vs cfrjax with `chance="explicit"`, and two controls that
+differ only in rounding (cfrjax folded vs explicit; NoRegret vs NoRegret with `theta / d` in
+`normalize`), into `bench/results/peers_noregret_divergence.jsonl` (bench/README.md, NoRegret).
 
 Semantics, read from noregret 0.0.0.dev17's sources:
   * `regret_minimizers/sequence_form_polytopes.py`: `CFR` (`CounterfactualRegretMinimization`)
@@ -38,7 +45,15 @@ Semantics, read from noregret 0.0.0.dev17's sources:
     (player 0). Kernel `FPKer('double')`: NumPy/SciPy float64, one process; `CUDAKer('double')`:
     CuPy/cupyx.scipy float64 on the GPU.
   * Game building: `to_efg(ker, OpenSpielGame(ker, name))` walks OpenSpiel's whole tree in
-    Python into a sparse payoff matrix (timed as `build_s`, not in ms/iter).
+    Python into a sparse payoff matrix (timed as `build_s`, not in ms/iter). Chance is folded
+    into it (`games/utilities.py` `_bbg2efg`: each leaf adds `p * u` with `p` the product of
+    the chance probabilities on its path), so the cfrjax arm keeps `load_game`'s default
+    `chance="folded"`; `"explicit"` agrees no better (`diagnose`).
+  * Averaging from t = 1 (`observe` increments `iteration_count` first) of the strategy
+    played at t, also in alternating mode (player 1 averages y_t, which it played against
+    x_{t+1}); alternation is player 0 first. A positive-regret sum in (0, 1e-8], where the
+    `isclose` rule and cfrjax's exact-zero test would differ, never occurs in the checked
+    runs (`trajectory` counts them: 0).
 
 Stand-ins: `noregret/__init__` imports `solvers/linear_programming.py`, which imports
 `gurobipy` (LP solver; commercial licence); the CFR path never calls it, so the venv gets an
@@ -472,10 +487,200 @@ def compare_main(args) -> int:
     return 1 if bad or not check_rows else 0
 
 
+# ---------------------------------------------------------------- divergence diagnosis
+
+# Iteration counts at which `diagnose` compares the average policies and their evaluations.
+DIAG_CHECKPOINTS = (1, 2, 3, 5, 10, 20, 30, 50, 75, 100, 150, 200, 250, 300, 400, 500, 600, 700, 800, 900,
+                    1000, 1500, 2000)
+
+
+def trajectory(argv=None) -> None:
+    """Worker (venv): one NoRegret run through `nr.rm`'s own loop, recording after every
+    iteration both players' next behavioural strategies (`next_behavioral_strategy`) and, at
+    `DIAG_CHECKPOINTS`, the average behavioural policies, exploitability and value, into an
+    .npz. `--normalize divide` swaps `SequenceFormPolytope.normalize`'s `theta * (1/d)` for
+    `theta / d` (the same maths, one rounding apart): a perturbation of NoRegret by NoRegret.
+    Also counts decision points whose positive-regret sum fell in (0, 1e-8], where NoRegret's
+    `isclose` rule plays uniform but exact regret matching would not."""
+    ap = argparse.ArgumentParser(prog="noregret_peer.py trajectory")
+    ap.add_argument("--game", required=True)
+    ap.add_argument("--config", required=True, help="rule:order:averaging")
+    ap.add_argument("--iterations", type=int, default=1000)
+    ap.add_argument("--normalize", default="stock", choices=["stock", "divide"])
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    _standin_gurobipy()
+    import numpy as np
+    import noregret as nr
+    from noregret.sequence_form_polytopes import SequenceFormPolytope as SFP
+    stock, near_zero = SFP.normalize, [0]
+
+    def normalize(self, vector):
+        A = self._A.copy()
+        A[self._R, self._C] = vector
+        d = A.sum(1).ravel()[1:]
+        near_zero[0] += int(((d > 0) & np.isclose(d, 0)).sum())
+        if args.normalize == "stock":
+            return stock(self, vector)
+        d = np.where(np.isclose(d, 0), np.nan, d)
+        v = vector / d[self._R - 1]
+        m = np.isnan(v)
+        v[m] = self.behavioral_form_uniform_strategy[m]
+        return v
+
+    SFP.normalize = normalize
+    rule, order, averaging = parse_config(args.config)
+    game = build_game(args.game, "numpy")
+    Rs = _minimizers(game, rule, averaging)
+    sfps = game.sequence_form_polytopes
+    seqs = [(j, a) for sfp in sfps for (j, a) in sfp.non_empty_sequences]
+    T = args.iterations
+    cps = [t for t in DIAG_CHECKPOINTS if t <= T]
+    cur = np.zeros((T, len(seqs)))
+    avg, expl, val, done = [], [], [], [0]
+
+    def update():
+        cur[done[0]] = np.concatenate([R.next_behavioral_strategy for R in Rs])
+        done[0] += 1
+        if done[0] in cps:
+            x, y = Rs[0].average_strategy, Rs[1].average_strategy
+            row = []
+            for sfp, s in zip(sfps, (x, y)):
+                pol = behavioural(sfp, s)
+                row += [pol[j][a] for j, a in sfp.non_empty_sequences]
+            avg.append(row)
+            expl.append(float(game.exploitability(x, y)))
+            val.append(float(game.expected_row_utility(x, y)))
+        return False
+
+    nr.rm(game, *Rs, alternation=(order == "alternating"), prediction=RULES[rule][2], iteration_count=T,
+          progress_bar=False, update=update)
+    np.savez(args.out, infosets=np.array([j for j, _ in seqs]), actions=np.array([a for _, a in seqs]), cur=cur,
+             checkpoints=np.array(cps), avg=np.array(avg), expl=np.array(expl), val=np.array(val))
+    print(json.dumps(dict(near_zero_sums=near_zero[0], exploitability=expl[-1], value=val[-1])), flush=True)
+
+
+def cfrjax_trajectory(game_name: str, rule: str, order: str, averaging: str, iterations: int, chance: str,
+                      infosets, actions, checkpoints) -> dict:
+    """cfrjax float64, `chance` "folded" (default, the same-game check's arm) or "explicit",
+    stepped one `cfrjax.step` at a time: the current policy after every iteration and the
+    average policy, exploitability and value at `checkpoints`, in NoRegret's sequence order."""
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import numpy as np
+    import cfrjax
+    from cfrjax.strategy import policy_dict
+    game = cfrjax.load_game(cfrjax.spec_from_openspiel(game_name), chance=chance)
+    slots = policy_dict(game, np.arange(int(np.prod(game.slot_shape)), dtype=np.float64))
+    perm = np.array([int(slots[j]["actions"][a]) for j, a in zip(infosets, actions)])
+    state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float64")
+    step = jax.jit(cfrjax.step)
+    cur = np.zeros((iterations, len(perm)))
+    avg, expl, val = [], [], []
+    for t in range(iterations):
+        state = step(game, state)
+        cur[t] = np.asarray(cfrjax.current_policy(game, state))[perm]
+        if t + 1 in checkpoints:
+            avg.append(np.asarray(cfrjax.average_policy(game, state))[perm])
+            e, v = cfrjax.evaluate(game, state)
+            expl.append(float(e))
+            val.append(float(v))
+    return dict(cur=cur, avg=np.array(avg), expl=np.array(expl), val=np.array(val))
+
+
+def _pair_gaps(a: dict, b: dict, checkpoints, atol: float = 1e-12) -> dict:
+    """Gaps of two trajectories: the first iteration after which the current strategies
+    differ, and per checkpoint [T, current-strategy max gap, average-policy max gap,
+    relative exploitability gap, relative value gap] (the last two are the check's tests)."""
+    import numpy as np
+    cur = np.abs(a["cur"] - b["cur"]).max(axis=1)
+    nz = np.nonzero(cur)[0]
+    rows = []
+    for k, t in enumerate(checkpoints):
+        rows.append([int(t), float(cur[t - 1]), float(np.abs(a["avg"][k] - b["avg"][k]).max()),
+                     abs(a["expl"][k] - b["expl"][k]) / max(abs(b["expl"][k]), atol),
+                     abs(a["val"][k] - b["val"][k]) / max(abs(b["val"][k]), atol)])
+    # Growth of the current-strategy gap: least-squares slope of log10(running max gap) over
+    # the iterations where the gap lies in (1e-13, 1e-3), in decades per 100 iterations.
+    run = np.log10(np.maximum.accumulate(np.maximum(cur, 1e-300)))
+    idx = np.nonzero((cur > 1e-13) & (cur < 1e-3))[0]
+    growth = float(100 * np.polyfit(idx, run[idx], 1)[0]) if len(idx) > 10 else None
+    return dict(first_iteration_current_differs=int(nz[0]) + 1 if len(nz) else None,
+                growth_decades_per_100_iterations=growth, rows=rows)
+
+
+def diagnose_main(argv=None) -> int:
+    """`python bench/peers/noregret_peer.py diagnose`: for each checked configuration, the
+    per-iteration gaps of four pairs of float64 runs of the same game and configuration:
+    NoRegret vs cfrjax (the check's pair), NoRegret vs cfrjax with explicit chance nodes,
+    cfrjax folded vs cfrjax explicit, NoRegret vs NoRegret with `theta / d` normalization.
+    The last two differ only in rounding; where they drift apart as fast as the first, the
+    check's disagreement is roundoff amplified by the dynamics. Writes one JSONL record per
+    (game, configuration)."""
+    import tempfile
+    import numpy as np
+    ap = argparse.ArgumentParser(prog="noregret_peer.py diagnose")
+    ap.add_argument("--games", nargs="+", default=CHECK_GAMES)
+    ap.add_argument("--configs", nargs="+", default=CHECK_CONFIGS)
+    ap.add_argument("--iterations", type=int, default=1000)
+    ap.add_argument("--venv", default=DEFAULT_VENV)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                  "results", "peers_noregret_divergence.jsonl"))
+    args = ap.parse_args(argv)
+    py = ensure_venv(args.venv)
+    cmd = "python bench/peers/noregret_peer.py diagnose " + " ".join(argv or [])
+    records = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for g in args.games:
+            for cfg in args.configs:
+                rule, order, averaging = parse_config(cfg)
+                runs, near_zero = {}, {}
+                for norm in ("stock", "divide"):
+                    path = os.path.join(tmp, f"{norm}.npz")
+                    out = subprocess.run([py, os.path.abspath(__file__), "trajectory", "--game", g, "--config", cfg,
+                                          "--iterations", str(args.iterations), "--normalize", norm, "--out", path],
+                                         capture_output=True, text=True)
+                    if out.returncode != 0:
+                        raise RuntimeError(f"trajectory {g} {cfg} {norm} failed: {out.stderr.strip()[-2000:]}")
+                    near_zero[norm] = json.loads(out.stdout.strip().splitlines()[-1])["near_zero_sums"]
+                    with np.load(path) as z:
+                        runs[f"noregret_{norm}"] = {k: z[k] for k in z.files}
+                nr_run = runs["noregret_stock"]
+                cps = [int(t) for t in nr_run["checkpoints"]]
+                seqs = (list(nr_run["infosets"]), list(nr_run["actions"]))
+                for chance in ("folded", "explicit"):
+                    runs[f"cfrjax_{chance}"] = cfrjax_trajectory(g, rule, order, averaging, args.iterations, chance,
+                                                                 *seqs, cps)
+                pairs = {}
+                for a, b in (("noregret_stock", "cfrjax_folded"), ("noregret_stock", "cfrjax_explicit"),
+                             ("cfrjax_folded", "cfrjax_explicit"), ("noregret_stock", "noregret_divide")):
+                    pairs[f"{a} vs {b}"] = _pair_gaps(runs[a], runs[b], cps)
+                rec = dict(kind="same_game_check_divergence", peer="noregret", game=g, rule=rule, order=order,
+                           averaging=averaging, precision="float64", iterations=args.iterations,
+                           columns=["iterations", "max_gap_current_strategy", "max_gap_average_policy",
+                                    "rel_gap_exploitability", "rel_gap_value"],
+                           pairs=pairs, noregret_near_zero_positive_sums=near_zero,
+                           exploitability={k: float(r["expl"][-1]) for k, r in runs.items()},
+                           value={k: float(r["val"][-1]) for k, r in runs.items()}, command=cmd)
+                records.append(rec)
+                last = {k: f"{v['rows'][-1][3]:.1e}" for k, v in pairs.items()}
+                print("noregret diagnose:", g, cfg, "rel exploitability gap at", args.iterations, json.dumps(last),
+                      flush=True)
+    with open(args.out, "w") as f:
+        for r in records:
+            f.write(json.dumps(r) + "\n")
+    print(f"noregret diagnose: {len(records)} records -> {args.out}", flush=True)
+    return 0
+
+
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["worker"]:
         return worker(argv[1:])
+    if argv[:1] == ["trajectory"]:
+        return trajectory(argv[1:])
+    if argv[:1] == ["diagnose"]:
+        raise SystemExit(diagnose_main(argv[1:]))
     if argv[:1] == ["ensure-venv"]:
         ap = argparse.ArgumentParser(prog="noregret_peer.py ensure-venv")
         ap.add_argument("--venv", default=DEFAULT_VENV)
