@@ -414,3 +414,18 @@ def test_toml_overrides_replace_keys_inside_tables():
     assert ranged.num_nodes < small.num_nodes * 10
     tabled = load_poker_toml("games/hunl_river.toml", ranges={"random_hands": 5})
     assert tabled.num_nodes == small.num_nodes
+
+
+def test_starting_pot_of_each_form():
+    """Poker answers are reported in % of the starting pot: it is read back from the game
+    in every form, and is None for a game that is not a poker subgame."""
+    import cfrjax
+    from cfrjax.games.poker import starting_pot
+    from cfrjax.games.poker.public import build_public
+
+    cfg = PokerSubgameSpec(board=RIVER, pot=30, stack=100, random_hands=2, seed=0)
+    spec = build_spec(cfg)
+    assert starting_pot(spec) == 30.0
+    assert starting_pot(cfrjax.compile_game(spec)) == 30.0
+    assert starting_pot(build_public(cfg)) == 30.0
+    assert starting_pot(cfrjax.spec_from_openspiel("kuhn_poker")) is None
