@@ -153,10 +153,12 @@ def _runs():
             runs[victim] = (out, [_worker(work, out, port, i, env) for i in range(2)])
             procs += runs[victim][1]
         for victim, (out, pair) in runs.items():
-            shard = os.path.join(out, f"shard-{victim:05d}-of-00002.npz")
-            while not os.path.exists(shard) and pair[victim].poll() is None and time.monotonic() < deadline:
+            # both have saved a chunk: the victim is solving, the survivor has a shard to keep
+            shards = [os.path.join(out, f"shard-{i:05d}-of-00002.npz") for i in range(2)]
+            while (not all(map(os.path.exists, shards)) and all(p.poll() is None for p in pair)
+                   and time.monotonic() < deadline):
                 time.sleep(0.05)
-            res[f"victim{victim}_started"] = os.path.exists(shard)
+            res[f"victim{victim}_started"] = all(map(os.path.exists, shards))
             # the whole process group: a process other than 0 is a supervisor and its child
             os.killpg(pair[victim].pid, signal.SIGKILL)
             res[f"t_kill{victim}"] = time.monotonic()
