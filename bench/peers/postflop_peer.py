@@ -267,16 +267,29 @@ def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000
                     print("postflop check:", json.dumps(chk), flush=True)
                     failed |= not chk["ok"]
                     os.remove(dump)
-        for rule in cfrjax_rules:
-            c = cfrjax_spot(spec, rule, T, repeats=3 if spot_name == "river" else 1)
-            records.append(c)
-            print(f"cfrjax: {spot_name} {rule}: {c['ms_per_iter']:.4f} ms/iter, exploitability "
-                  f"{c['exploitability']:.3e}, value {c['value']:.6f}", flush=True)
+        records += cfrjax_arm(spec, spot_name, cfrjax_rules, T)
+    write_records(out_path, records, "postflop")
+    return 1 if failed else 0
+
+
+def cfrjax_arm(spec, spot_name, rules, T) -> list[dict]:
+    """cfrjax's records on the spot, one per rule (`cfrjax_spot`; 3 repeats on the river)."""
+    out = []
+    for rule in rules:
+        c = cfrjax_spot(spec, rule, T, repeats=3 if spot_name == "river" else 1)
+        out.append(c)
+        print(f"cfrjax: {spot_name} {rule}: {c['ms_per_iter']:.4f} ms/iter, exploitability "
+              f"{c['exploitability']:.3e}, value {c['value']:.6f}", flush=True)
+    return out
+
+
+def write_records(out_path, records, label) -> None:
+    """The run's records as JSONL (one file per peer, rewritten by each run)."""
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
     with open(out_path, "w") as f:
         for r in records:
             f.write(json.dumps(r, default=float) + "\n")
-    print(f"postflop: {len(records)} records -> {out_path}", flush=True)
-    return 1 if failed else 0
+    print(f"{label}: {len(records)} records -> {out_path}", flush=True)
 
 
 def main(argv=None) -> int:

@@ -109,6 +109,7 @@ SUITS = "cdhs"  # TexasSolver's card int: (rank - 2) * 4 + suit, c d h s = 0..3
 
 sys.path.insert(0, HERE)
 from public_policy import evaluate, policy_from_nodes  # noqa: E402  (shared with postflop_peer)
+import postflop_peer  # noqa: E402  (its cfrjax arm and record writer)
 
 
 # ---------------------------------------------------------------- the checkout and its build
@@ -224,24 +225,12 @@ def solver_version(ts_dir: str, exe: str) -> dict:
 # ---------------------------------------------------------------- the spot as a TexasSolver script
 
 def spot_of_spec(spec_name: str) -> dict:
-    """The TexasSolver settings of a shipped cfrjax poker spec (full ranges, no raises)."""
-    import tomllib
-    path = os.path.join(ROOT, "cfrjax", "specs", spec_name + ".toml")
-    with open(path, "rb") as f:
-        t = tomllib.load(f)
-    b, r = t.get("betting", {}), t.get("ranges", {})
-    problems = []
-    if r.get("range0", "any") != "any" or r.get("range1", "any") != "any":
-        problems.append("ranges are not full")
-    if b.get("raise_cap", 0) != 0:
-        problems.append("raises allowed")
-    if problems:
-        raise ValueError(f"{spec_name}: {', '.join(problems)}: not this arm's spot")
-    pot, stack = int(t["pot"]), int(t["stack"])
-    board = t["board"].split()
-    return dict(spec=spec_name, board=" ".join(board), pot=pot, stack=stack, behind=stack - pot // 2,
-                bets=",".join(f"{100 * x:g}" for x in b["bet_fractions"]),
-                streets=["flop", "turn", "river"][len(board) - 3:], spec_path=os.path.relpath(path, ROOT))
+    """The TexasSolver settings of a shipped cfrjax poker spec (full ranges, no raises):
+    postflop-solver's spot (the same checks), bet sizes without '%' and the streets played."""
+    spot = postflop_peer.spot_of_spec(spec_name)
+    board = spot["board"].split()
+    return dict(spot, board=" ".join(board), bets=spot["bets"].replace("%", ""),
+                streets=["flop", "turn", "river"][len(board) - 3:])
 
 
 FULL_RANGE = ",".join(RANKS[i] + RANKS[j] for i in range(12, -1, -1) for j in range(i, -1, -1))  # AA,AK,..,22
@@ -495,22 +484,14 @@ def run_arm(ts_dir, out_path, spots=("river", "turn"), river_iterations=1000, tu
                     failed |= not chk["ok"]
                     os.remove(dump)
         if spot_name in cfrjax_spots:
-            import postflop_peer
-            for rule in cfrjax_rules:
-                c = postflop_peer.cfrjax_spot(spec, rule, T, repeats=3 if spot_name == "river" else 1)
+            for c in postflop_peer.cfrjax_arm(spec, spot_name, cfrjax_rules, T):
                 c["exploitability_pct_pot"] = 100 * c["exploitability"] / spot["pot"]
                 if os.environ.get("XLA_FLAGS"):
                     c["threads"] = f"XLA CPU, XLA_FLAGS={os.environ['XLA_FLAGS']}"
-                c["command"] = (f"{cmd}  # cfrjax arm: load_game({spec!r}), {rule} float32, {T} iterations x "
+                c["command"] = (f"{cmd}  # cfrjax arm: load_game({spec!r}), {c['rule']} float32, {T} iterations x "
                                 f"{c['repeats']} repeats")
                 records.append(c)
-                print(f"cfrjax: {spot_name} {rule}: {c['ms_per_iter']:.4f} ms/iter, exploitability "
-                      f"{c['exploitability']:.3e}, value {c['value']:.6f}", flush=True)
-    os.makedirs(os.path.dirname(out_path), exist_ok=True)
-    with open(out_path, "w") as f:
-        for r in records:
-            f.write(json.dumps(r, default=float) + "\n")
-    print(f"texassolver: {len(records)} records -> {out_path}", flush=True)
+    postflop_peer.write_records(out_path, records, "texassolver")
     return 1 if failed else 0
 
 
