@@ -20,13 +20,22 @@ sys.path.insert(0, os.path.dirname(__file__))
 # command-line run repeating what another one compiled, a module after `jax.clear_caches`)
 # is read back instead of compiled. Compiling is most of the suite's time on a CPU; on
 # this project's 2-core machine the cache took the suite from 569 s to 448 s. The values
-# are bit for bit those of a fresh compile (the same executable, serialized).
-_COMPILATION_CACHE = tempfile.mkdtemp(prefix="cfrjax-tests-xla-cache-")
+# are bit for bit those of a fresh compile (the same executable, serialized). Under
+# pytest-xdist the controller makes the folder and its workers (started after this runs,
+# with its environment) share it; the process that made it removes it.
+_CACHE_OWNER = "CFRJAX_TESTS_XLA_CACHE"
+_OWN_CACHE = _CACHE_OWNER not in os.environ
+if _OWN_CACHE:
+    os.environ[_CACHE_OWNER] = tempfile.mkdtemp(prefix="cfrjax-tests-xla-cache-")
+_COMPILATION_CACHE = os.environ[_CACHE_OWNER]
 for _name, _value in (("jax_compilation_cache_dir", _COMPILATION_CACHE),
                       ("jax_persistent_cache_min_compile_time_secs", 0),
                       ("jax_persistent_cache_min_entry_size_bytes", -1)):
     jax.config.update(_name, _value)
     os.environ[_name.upper()] = str(_value)
+
+#: This process is a pytest-xdist worker: it runs the modules it is sent, one at a time.
+XDIST_WORKER = "PYTEST_XDIST_WORKER" in os.environ
 
 import pytest  # noqa: E402
 
@@ -41,15 +50,45 @@ def pytest_configure(config):
                                        "collection (tests/background.py)")
 
 
-def pytest_collection_finish(session):
-    """Start the background jobs of the tests to run (`tests/background.py`), in test order."""
+def _start_background(items):
     import background
 
-    for item in session.items:
+    for item in items:
         if item.get_closest_marker("skip") is None:
             for mark in item.iter_markers("background"):
                 for name in mark.args:
                     background.start(item.module.__name__, name)
+
+
+def pytest_collection_finish(session):
+    """Start the background jobs of the tests to run (`tests/background.py`), in test order.
+
+    An xdist worker does not know at collection which modules it will be sent: it starts a
+    module's jobs when the module starts (`_module_background`)."""
+    if not XDIST_WORKER:
+        _start_background(session.items)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _module_background(request):
+    if XDIST_WORKER:
+        _start_background(item for item in request.session.items if item.module is request.module)
+
+
+def pytest_sessionfinish(session):
+    import background
+
+    if XDIST_WORKER and hasattr(session.config, "workeroutput"):
+        background.shutdown()
+        session.config.workeroutput["background_durations"] = dict(background.durations)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist controller: collect a worker's background job times for the summary."""
+    import background
+
+    background.durations.update(getattr(node, "workeroutput", {}).get("background_durations", {}))
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -64,7 +103,8 @@ def pytest_unconfigure(config):
     import background
 
     background.shutdown()
-    shutil.rmtree(_COMPILATION_CACHE, ignore_errors=True)
+    if _OWN_CACHE:
+        shutil.rmtree(_COMPILATION_CACHE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
