@@ -26,6 +26,7 @@ from cfrjax.shard import solve_sharded
 from cfrjax.spec import GameSpec, SpecError
 from cfrjax.state import SolverState, init
 from cfrjax.strategy import load_policy, save_policy, strategy_table
+from cfrjax.warm import warm_start
 from cfrjax.games.efg_file import read_efg, write_efg
 from cfrjax.games.openspiel import from_openspiel_policy, spec_from_openspiel, to_openspiel_policy
 from cfrjax.games.poker.deals import set_root_ranges
@@ -41,5 +42,5 @@ __all__ = [
     "read_efg", "reset", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
     "set_root_ranges", "shard", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",
     "spec_from_openspiel", "step", "strategy_table", "to_openspiel_policy", "uniform_policy", "unlock",
-    "value_certificate", "write_efg",
+    "value_certificate", "warm_start", "write_efg",
 ]

@@ -183,7 +183,7 @@ def checkpoint_info(path: str | os.PathLike) -> dict:
 
 
 def load_checkpoint(path: str | os.PathLike, game, *,
-                    config: Config | SolverState | None = None) -> SolverState:
+                    config: Config | SolverState | None = None, retargeted: bool = False) -> SolverState:
     """Read a checkpoint written by `save_checkpoint` for `game`.
 
     Args:
@@ -192,6 +192,9 @@ def load_checkpoint(path: str | os.PathLike, game, *,
         fingerprint and the same payoffs / chance probabilities).
       config: if given (a `Config`, or a `SolverState` whose config is used), the
         checkpoint's config must equal it.
+      retargeted: accept a checkpoint of the same tree with other payoffs, ranges or
+        chance probabilities (`set_payoffs`, `set_root_ranges`, `set_root_chance`): a
+        warm start (`cfrjax.warm_start`), not a resumption.
 
     Returns:
       The saved `SolverState`, leaves on the default device with their saved dtypes.
@@ -209,11 +212,11 @@ def load_checkpoint(path: str | os.PathLike, game, *,
             f"checkpoint {path} was made for game {meta.get('game')!r} (fingerprint {meta.get('fingerprint')}), "
             f"not for {game.name!r} (fingerprint {labels.fingerprint if labels else None}): another game, "
             "or the same game compiled differently (e.g. --chance); use another checkpoint path")
-    if meta.get("game_data") != game_data_digest(game):
+    if not retargeted and meta.get("game_data") != game_data_digest(game):
         raise CheckpointError(
             f"checkpoint {path} was made for game {meta.get('game')!r} with other payoffs or chance "
             "probabilities (same tree, retargeted: set_payoffs / set_root_ranges / set_root_chance); "
-            "use another checkpoint path")
+            "use another checkpoint path, or cfrjax.warm_start to start from it")
     try:
         saved = _config_from_dict(meta["config"])
     except (KeyError, TypeError, ValueError) as e:

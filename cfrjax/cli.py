@@ -3,7 +3,7 @@
     cfrjax solve GAME [--iterations N] [--rule R] [--order simultaneous|alternating]
                       [--averaging uniform|linear] [--dtype float32|float64]
                       [--eval-every K] [--chance folded|explicit] [--json]
-                      [--checkpoint PATH [--checkpoint-every K]]
+                      [--checkpoint PATH [--checkpoint-every K]] [--warm-start PATH]
                       [--save-policy PATH.json|PATH.npz] [--plot PATH.png] [--save-game PATH.npz]
     cfrjax solve-batch GAME --batch N --out DIR [--iterations N] [--seed S] [--chunk K]
                       [--coordinator HOST:PORT --num-processes N --process-id I]
@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="resume from PATH if it exists (same game and options), save the state there")
     s.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
                    help="save the checkpoint every K iterations (default: at each evaluation) and at the end")
+    s.add_argument("--warm-start", default=None, metavar="PATH",
+                   help="start from this checkpoint of a solve of the same tree (other ranges or payoffs allowed, "
+                        "same --rule/--order/--averaging/--dtype) and run --iterations more")
     s.add_argument("--save-policy", default=None, metavar="PATH",
                    help="write the average policy: PATH.json (keyed by information-set names) or PATH.npz")
     s.add_argument("--plot", default=None, metavar="PATH",
@@ -282,9 +285,13 @@ def _solve(args) -> dict:
     if args.save_game:
         cfrjax.save_game(game, args.save_game)
     state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
+    if args.warm_start:
+        state = cfrjax.warm_start(game, args.warm_start, config=state.config)
+        print(f"cfrjax: warm start from {args.warm_start} (iteration {int(state.iteration)}), "
+              f"{args.iterations} more iterations", file=sys.stderr)
     if args.memory_plan:
         print(cfrjax.memory.memory_plan(game, state).table(), file=sys.stderr)
-    run = cfrjax.solve_chunks(game, state, args.iterations, eval_every=args.eval_every,
+    run = cfrjax.solve_chunks(game, state, int(state.iteration) + args.iterations, eval_every=args.eval_every,
                               checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
                               extra=dict(game=args.game))
     if run.resumed_from is not None:
@@ -302,7 +309,7 @@ def _solve(args) -> dict:
 
     pot = starting_pot(game)  # poker spots: exploitability also in % of the starting pot
     delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
-    bar = tqdm(total=args.iterations, initial=min(start, args.iterations), unit="it", file=sys.stderr,
+    bar = tqdm(total=run.iterations, initial=min(start, run.iterations), unit="it", file=sys.stderr,
                disable=None, dynamic_ncols=True)
     solve_before = run.solve_s
     try:
@@ -327,10 +334,10 @@ def _solve(args) -> dict:
     except KeyboardInterrupt:  # Ctrl-C without a checkpoint (with one, SIGINT is caught by _Stop)
         last = run.history[-1] if run.history else None
         raise _CtrlC(int(run.state.iteration), None if last is None else (last[0], last[2])) from None
-    if start >= args.iterations:
+    if start >= run.iterations:
         if not run.history:
             run.evaluate()
-        print(f"cfrjax: {args.checkpoint} already holds {start} iterations (--iterations {args.iterations}); "
+        print(f"cfrjax: {args.checkpoint} already holds {start} iterations (--iterations {run.iterations}); "
               "nothing to run", file=sys.stderr)
     state = run.state
     expl, value = run.history[-1][2], run.history[-1][3]
