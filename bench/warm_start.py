@@ -30,7 +30,6 @@ sys.path.insert(0, HERE)
 
 import cfrjax  # noqa: E402
 from cfrjax.games.poker import starting_pot  # noqa: E402
-from cfrjax.games.poker.cards import COMBO_INDEX  # noqa: E402
 from common import environment  # noqa: E402
 
 OUT = os.path.join(HERE, "results", "warm_start.jsonl")
@@ -48,10 +47,7 @@ def to_target(game, state, target_chips: float, eval_every: int, max_iterations:
 
 def changes(game):
     """`{name: (changed game, lock or None)}`."""
-    hands = np.asarray(game.hand_cards)
-    idx = COMBO_INDEX[hands[:, 0], hands[:, 1]]
-    r0, r1 = np.zeros(1326), np.zeros(1326)
-    r0[idx], r1[idx] = np.asarray(game.weights)
+    r0, r1 = cfrjax.root_ranges(game)
     r0[np.flatnonzero(r0)[::3]] = 0.0
     key, _, _ = next(iter(game.labels.infoset_keys()))
     n_actions = len(game.labels.action_names[0])

@@ -29,7 +29,7 @@ from cfrjax.strategy import load_policy, save_policy, strategy_table
 from cfrjax.warm import warm_start
 from cfrjax.games.efg_file import read_efg, write_efg
 from cfrjax.games.openspiel import from_openspiel_policy, spec_from_openspiel, to_openspiel_policy
-from cfrjax.games.poker.deals import set_root_ranges
+from cfrjax.games.poker.deals import root_ranges, set_root_ranges
 
 __version__ = "0.1.0"
 
@@ -40,7 +40,7 @@ __all__ = [
     "evaluate", "exploitability", "expected_value", "form_name", "form_of", "from_openspiel_policy", "init",
     "load_checkpoint", "load_game", "load_policy", "lock", "memory", "multihost", "policy", "profile",
     "read_efg", "reset", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
-    "set_root_ranges", "shard", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",
+    "root_ranges", "set_root_ranges", "shard", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",
     "spec_from_openspiel", "step", "strategy_table", "to_openspiel_policy", "uniform_policy", "unlock",
     "value_certificate", "warm_start", "write_efg",
 ]

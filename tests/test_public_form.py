@@ -345,6 +345,24 @@ def test_set_ranges_equals_fresh_build_without_retrace():
     assert (evaluate._cache_size(), regret_pass._cache_size()) == sizes
 
 
+def test_root_ranges_read_back_the_spec_ranges():
+    """`cfrjax.root_ranges` returns the ranges a spot was built with (zero on hands the
+    board blocks), and `set_root_ranges` of them is the same game; a tabular game is refused."""
+    cfg = dataclasses.replace(hunl_river(), random_hands=None, range0="AA,KK:0.5,AKs,KsQs", range1="any")
+    g = build_public(cfg)
+    r0, r1 = cfrjax.root_ranges(g)
+    w0, w1 = cfg.ranges()
+    blocked = cfrjax.games.poker.combos_blocked_by(cfrjax.games.poker.parse_board(cfg.board))
+    np.testing.assert_array_equal(r0, np.where(blocked, 0.0, w0))
+    np.testing.assert_array_equal(r1, np.where(blocked, 0.0, w1))
+    assert r0[cfrjax.games.poker.combo_index("Ks", "Qs")] == 0.0 and r0.sum() == 6 + 3 * 0.5 + 3  # AA; KK and AKs lose the Ks combos
+    again = cfrjax.set_root_ranges(g, r0, r1)
+    np.testing.assert_array_equal(np.asarray(again.weights), np.asarray(g.weights))
+    assert float(again.norm) == float(g.norm)
+    with pytest.raises(ValueError, match="tabular game holds the probabilities of its deals"):
+        cfrjax.root_ranges(cfrjax.load_game("kuhn_poker"))
+
+
 def test_batch_axes_equal_loop():
     cfg = small_turn()
     g = build_public(cfg, hands="support")

@@ -10,7 +10,6 @@ import pytest
 
 import cfrjax
 from cfrjax.games.poker import starting_pot
-from cfrjax.games.poker.cards import COMBO_INDEX
 
 TARGET = 0.003  # of the starting pot
 
@@ -34,10 +33,7 @@ def _to_target(game, state, pot):
 
 def _narrowed(game):
     """`game` with every third hand of player 0's range removed."""
-    hands = np.asarray(game.hand_cards)
-    idx = COMBO_INDEX[hands[:, 0], hands[:, 1]]
-    r0, r1 = np.zeros(1326), np.zeros(1326)
-    r0[idx], r1[idx] = np.asarray(game.weights)
+    r0, r1 = cfrjax.root_ranges(game)
     r0[np.flatnonzero(r0)[::3]] = 0.0
     return cfrjax.set_root_ranges(game, r0, r1)
 

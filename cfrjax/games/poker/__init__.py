@@ -19,7 +19,7 @@ from cfrjax.games.poker.ranges import (
     parse_range, random_ranges, range_from_hands, resolve_range, token_mask, top_n, weights_from_array)
 from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec, starting_pot
 from cfrjax.games.poker.deals import (
-    deal_probabilities, deals_from_support, root_deals, set_root_ranges, subgame_deals)
+    deal_probabilities, deals_from_support, root_deals, root_ranges, set_root_ranges, subgame_deals)
 from cfrjax.games.poker.subgame import KEY_FIELDS, build_spec, count_paper_sizes
 from cfrjax.games.poker.toml import config_from_dict, load_poker_config, load_poker_toml
 from cfrjax.games.poker.strategy import (
@@ -33,5 +33,5 @@ __all__ = [
     "hand_category", "load_libratus_endgame", "load_poker_config", "load_poker_toml", "parse_board", "parse_cards",
     "parse_combo", "parse_range", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
     "read_libratus_file", "read_strategy_csv", "read_strategy_json", "resolve_range", "root_deals",
-    "set_root_ranges", "starting_pot", "strategy_table", "subgame_deals", "write_strategy_csv", "write_strategy_json", "token_mask", "top_n", "weights_from_array",
+    "root_ranges", "set_root_ranges", "starting_pot", "strategy_table", "subgame_deals", "write_strategy_csv", "write_strategy_json", "token_mask", "top_n", "weights_from_array",
 ]

@@ -132,6 +132,23 @@ def set_root_ranges(game, range0, range1):
     return set_root_chance(game, probs)
 
 
+def root_ranges(game) -> tuple[np.ndarray, np.ndarray]:
+    """The root ranges of a public-form poker game: `([1326], [1326])` float64 weights per
+    combo (combo index order), zero for hands the game does not hold (blocked by the
+    board). The inverse of `set_root_ranges`: edit them and set them back.
+
+    Raises:
+      ValueError: a tabular game (it holds deal probabilities, not the two ranges).
+    """
+    if isinstance(game, CompiledGame):
+        raise ValueError("root_ranges reads a public-form game's range vectors; a tabular game holds the "
+                         "probabilities of its deals, not the two ranges (load the spec with form='public')")
+    hands = np.asarray(game.labels.hands)
+    out = np.zeros((2, NUM_COMBOS))
+    out[:, hands] = np.asarray(game.weights, np.float64)
+    return out[0], out[1]
+
+
 _DEALS_CACHE: dict = {}
 
 
