@@ -40,8 +40,8 @@ def _single_threaded_cpu_runtime(flags: str) -> str:
 
     The suite runs thousands of small executables; XLA:CPU's intra-op thread pool hands
     their work between threads (and spins waiting) for no gain at these sizes, while the
-    other core is busy with another worker. Without it the same tests took about 17% less
-    CPU time (test_rules, test_solver, test_locking: 86-100 against 108-120 CPU-seconds,
+    other core is busy with another worker. With the flag the same tests took about 17%
+    less CPU time (test_rules, test_solver, test_locking: 86-100 against 108-120 CPU-seconds,
     two runs each, 2-core machine). It selects how the CPU runtime runs a program's
     library calls, not what the program computes: the bitwise tests (fixture recorded
     under the default, jit = no-jit, vmap = loop, resume) pass under it. Benchmarks keep
@@ -72,7 +72,7 @@ FIXED_ORDER_REASON = ("needs the CPU's scatter lowering (bitwise equality, or a 
 def pytest_configure(config):
     config.addinivalue_line("markers", f"fixed_order: {FIXED_ORDER_REASON}")
     config.addinivalue_line("markers", "background(*names): uses these jobs of its module's BACKGROUND, started at "
-                                       "collection (tests/background.py)")
+                                       "collection (under xdist: when the module starts; tests/background.py)")
 
 
 def _start_background(items):

@@ -233,17 +233,10 @@ def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000
             cfrjax_rules=("cfr+", "dcfr")) -> int:
     cmd = "python bench/compare.py --peers postflop --postflop-solver DIR"
     exe, why = build_driver(solver_dir, build_dir, cargo_source_dir, rustflags)
-    records = []
+    records = skipped_records("postflop-solver", "postflop", exe, why, cmd)
     failed = False
-    if exe is None:
-        records.append(dict(backend="postflop-solver", skipped=why, command=cmd))
-        print("postflop: skipped:", why, flush=True)
     vers = solver_version(os.path.abspath(os.path.expanduser(solver_dir))) if exe else {}
-    import cfrjax
-    for spot_name in spots:
-        spec = SPOTS[spot_name]
-        spot = spot_of_spec(spec)
-        T = river_iterations if spot_name == "river" else turn_iterations
+    for spot_name, spec, spot, T in spot_runs(spots, river_iterations, turn_iterations):
         if exe:
             for th in threads:
                 dump = f"/tmp/cfrjax_postflop_{spot_name}_{os.getpid()}.jsonl" if (spot_name == "river" and th == 1) \
@@ -260,13 +253,9 @@ def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000
                 print(f"postflop: {spot_name} {th} thread(s): {rec['ms_per_iter']:.4f} ms/iter, exploitability "
                       f"{rec['exploitability']:.3e} chips, value {rec['current_ev'][0]:.6f}", flush=True)
                 if dump:
-                    game = cfrjax.load_game(spec)
-                    chk = same_game_check(game, rec, dump)
-                    chk["command"] = cmd
+                    chk = check_record(same_game_check, spec, rec, dump, cmd, "postflop")
                     records.append(chk)
-                    print("postflop check:", json.dumps(chk), flush=True)
                     failed |= not chk["ok"]
-                    os.remove(dump)
         records += cfrjax_arm(spec, spot_name, cfrjax_rules, T)
     write_records(out_path, records, "postflop")
     return 1 if failed else 0
@@ -281,6 +270,34 @@ def cfrjax_arm(spec, spot_name, rules, T) -> list[dict]:
         print(f"cfrjax: {spot_name} {rule}: {c['ms_per_iter']:.4f} ms/iter, exploitability "
               f"{c['exploitability']:.3e}, value {c['value']:.6f}", flush=True)
     return out
+
+
+def skipped_records(backend, label, exe, why, cmd) -> list[dict]:
+    """A run's first records: one saying why the peer was skipped when `exe` is None."""
+    if exe is not None:
+        return []
+    print(f"{label}: skipped:", why, flush=True)
+    return [dict(backend=backend, skipped=why, command=cmd)]
+
+
+def spot_runs(spots, river_iterations, turn_iterations, spot_of=None):
+    """`(spot name, spec name, spot, iterations)` of each spot to run: `SPOTS`, read by
+    `spot_of` (default `spot_of_spec`; a peer may add its own fields)."""
+    spot_of = spot_of or spot_of_spec
+    for name in spots:
+        yield name, SPOTS[name], spot_of(SPOTS[name]), river_iterations if name == "river" else turn_iterations
+
+
+def check_record(check, spec, rec, dump, cmd, label, **kw) -> dict:
+    """`check(cfrjax.load_game(spec), rec, dump, **kw)` (a peer's same-game check of the run
+    that wrote `dump`) as a record with the command, printed; the dump is removed."""
+    import cfrjax
+
+    chk = check(cfrjax.load_game(spec), rec, dump, **kw)
+    chk["command"] = cmd
+    print(f"{label} check:", json.dumps(chk), flush=True)
+    os.remove(dump)
+    return chk
 
 
 def write_records(out_path, records, label) -> None:

@@ -100,7 +100,6 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full"}
 OUT_DEFAULT = os.path.join(ROOT, "bench", "results", "peers_texassolver_cpu.jsonl")
 DIC_TEXT = os.path.join("compairer", "card5_dic_sorted.txt")
 DIC_BIN = "resources/compairer/card5_dic_zipped.bin"
@@ -110,6 +109,8 @@ SUITS = "cdhs"  # TexasSolver's card int: (rank - 2) * 4 + suit, c d h s = 0..3
 sys.path.insert(0, HERE)
 from public_policy import evaluate, policy_from_nodes  # noqa: E402  (shared with postflop_peer)
 import postflop_peer  # noqa: E402  (its cfrjax arm and record writer)
+
+SPOTS = postflop_peer.SPOTS  # the spots both peers run (`postflop_peer.spot_runs`)
 
 
 # ---------------------------------------------------------------- the checkout and its build
@@ -438,17 +439,11 @@ def run_arm(ts_dir, out_path, spots=("river", "turn"), river_iterations=1000, tu
         why = ensure_dictionary(os.path.abspath(os.path.expanduser(ts_dir)), resources)
         if why is not None:
             exe = None
-    records = []
+    records = postflop_peer.skipped_records("TexasSolver", "texassolver", exe, why, cmd)
     failed = False
-    if exe is None:
-        records.append(dict(backend="TexasSolver", skipped=why, command=cmd))
-        print("texassolver: skipped:", why, flush=True)
     vers = solver_version(os.path.abspath(os.path.expanduser(ts_dir)), exe) if exe else {}
-    import cfrjax
-    for spot_name in spots:
-        spec = SPOTS[spot_name]
-        spot = spot_of_spec(spec)
-        T = river_iterations if spot_name == "river" else turn_iterations
+    for spot_name, spec, spot, T in postflop_peer.spot_runs(spots, river_iterations, turn_iterations,
+                                                                  spot_of_spec):
         if exe:
             for th in threads:
                 dump = os.path.join(tempfile.gettempdir(), f"cfrjax_texassolver_{spot_name}_{os.getpid()}.json") \
@@ -476,13 +471,10 @@ def run_arm(ts_dir, out_path, spots=("river", "turn"), river_iterations=1000, tu
                 print(f"texassolver: {spot_name} {th} thread(s): {rec['ms_per_iter']:.4f} ms/iter, exploitability "
                       f"{rec['exploitability']:.3e} chips ({rec['exploitability_pct_pot']:.4g}% of pot)", flush=True)
                 if dump:
-                    game = cfrjax.load_game(spec)
-                    chk = same_game_check(game, rec, dump, tol_chips=tol_chips)
-                    chk["command"] = cmd
+                    chk = postflop_peer.check_record(same_game_check, spec, rec, dump, cmd, "texassolver",
+                                                     tol_chips=tol_chips)
                     records.append(chk)
-                    print("texassolver check:", json.dumps(chk), flush=True)
                     failed |= not chk["ok"]
-                    os.remove(dump)
         if spot_name in cfrjax_spots:
             for c in postflop_peer.cfrjax_arm(spec, spot_name, cfrjax_rules, T):
                 c["exploitability_pct_pot"] = 100 * c["exploitability"] / spot["pot"]
