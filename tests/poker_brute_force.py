@@ -1,19 +1,19 @@
-"""A brute-force HUNL river/turn subgame evaluator for tests, independent of cfrjax.
+"""A brute-force HUNL flop/turn/river subgame evaluator for tests, independent of cfrjax.
 
 Nothing here imports cfrjax: cards, combos, the betting tree and payoffs are written
 again from the rules (`cfrjax/games/poker/subgame.py`'s docstring), hand strength comes
-from `eval7`. Deals are enumerated one by one (both hands, then the river card on a
-turn), so it is only for tiny spots (a few hands per player).
+from `eval7`. Deals are enumerated one by one (both hands, then the turn and river cards
+still to come), so it is only for tiny spots (a few hands per player).
 
 Rules: player 0 acts first on every street; without a bet: check or bet; facing a bet:
 fold, call or raise (at most `raise_cap` raises per street, `None` = unlimited). A size
 `f` puts the actor's subgame total to `opp + f * (pot_now + to_call)`, capped at all-in
 (`stack - pot / 2`); `"allin"` is the all-in itself; sizes collapsing onto one amount are
-one action. After an all-in is called on the turn the river has no betting. Payoffs
+one action. After an all-in is called no later street has betting. Payoffs
 (player 0's view, sunk cost): a fold loses the folder's half-pot plus everything it put
 in during the subgame; a showdown moves the half-pot plus the matched wager from the
-worse hand to the better (0 on a tie). The river card is uniform over the 44 cards not on
-the board and in neither hand. Information-set keys: `P{player}|{hand}|{code}`, codes
+worse hand to the better (0 on a tie). Each card still to come is uniform over the cards
+not on the board and in neither hand (45 for a flop's turn card, 44 for a river card). Information-set keys: `P{player}|{hand}|{code}`, codes
 `k`, `c`, `f`, `b{x}` (street total `x`) joined by `.`, streets joined by `/{card}/`.
 """
 
@@ -50,7 +50,7 @@ def _fmt(x: float) -> str:
 
 
 class Spot:
-    """A river (5-card board) or turn (4-card board) spot with explicit weighted ranges.
+    """A river (5-card board), turn (4-card) or flop (3-card) spot with explicit weighted ranges.
 
     Args:
       board: e.g. "Ks Js Th 7d 2c".
@@ -91,7 +91,7 @@ class Spot:
 
     def root(self):
         return dict(kind="decide", street=len(self.board), start=0.0, c=(0.0, 0.0), p=0, facing=False,
-                    nraises=0, code="", river="")
+                    nraises=0, code="", dealt=())
 
     def actions(self, s):
         """[(name, next_state)] of a decision state."""
@@ -123,14 +123,16 @@ class Spot:
         return out
 
     def after_end(self, s, card=None):
-        """The state after a street ends (`card`: the river card dealt on a turn)."""
+        """The state after a street ends (`card`: the next card dealt before the river)."""
         if s["street"] == 5:
             return {**s, "kind": "showdown"}
         code = s["code"] + "/" + card_name(card) + "/"
-        if s["c"][0] >= self.behind - 1e-9:
-            return {**s, "kind": "showdown", "street": 5, "code": code, "river": card}
-        return {**s, "kind": "decide", "street": 5, "start": s["c"][0], "p": 0, "facing": False, "nraises": 0,
-                "code": code, "river": card}
+        street, dealt = s["street"] + 1, s["dealt"] + (card,)
+        if s["c"][0] >= self.behind - 1e-9:   # all-in called: no more betting
+            kind = "showdown" if street == 5 else "end"
+            return {**s, "kind": kind, "street": street, "code": code, "dealt": dealt}
+        return {**s, "kind": "decide", "street": street, "start": s["c"][0], "p": 0, "facing": False, "nraises": 0,
+                "code": code, "dealt": dealt}
 
     # -- payoffs ---------------------------------------------------------------------
     def strength(self, hand, board):
@@ -144,7 +146,7 @@ class Spot:
         half = self.pot / 2
         if s["kind"] == "fold":
             return -(half + s["c"][0]) if s["folder"] == 0 else half + s["c"][1]
-        board = self.board + ((s["river"],) if len(self.board) == 4 else ())
+        board = self.board + s["dealt"]
         a, b = self.strength(h0, board), self.strength(h1, board)
         return (half + s["c"][0]) * ((a > b) - (a < b))
 
@@ -160,8 +162,9 @@ class Spot:
     def norm(self):
         return sum(w for _, _, w in self.deals())
 
-    def river_cards(self, dead):
-        return [c for c in range(52) if c not in self.board and c not in dead]
+    def next_cards(self, s, dead):
+        """The cards that can come next after state `s` (neither on the board nor in `dead`)."""
+        return [c for c in range(52) if c not in self.board + s["dealt"] and c not in dead]
 
     # -- evaluation ------------------------------------------------------------------
     def expected_value(self, policy):
@@ -172,9 +175,9 @@ class Spot:
             if s["kind"] == "end":
                 if s["street"] == 5:
                     return ev(self.after_end(s), h)
-                cards = self.river_cards(h[0] + h[1])
-                assert len(cards) == 44
-                return sum(ev(self.after_end(s, c), h) for c in cards) / 44.0
+                cards = self.next_cards(s, h[0] + h[1])
+                assert len(cards) == 48 - len(self.board + s["dealt"])
+                return sum(ev(self.after_end(s, c), h) for c in cards) / len(cards)
             p = s["p"]
             probs = policy[f"P{p}|{hand_name(h[p])}|{s['code']}"]
             return sum(q * ev(t, h) for q, (_, t) in zip(probs, self.actions(s)) if q != 0)
@@ -197,8 +200,9 @@ class Spot:
                 if s["street"] == 5:
                     return br(self.after_end(s), h, opp)
                 total = 0.0
-                for c in self.river_cards(h):
-                    sub = {g: w / 44.0 for g, w in opp.items() if c not in g}
+                n = 48 - len(self.board + s["dealt"])   # live cards for any deal of two hands
+                for c in self.next_cards(s, h):
+                    sub = {g: w / n for g, w in opp.items() if c not in g}
                     total += br(self.after_end(s, c), h, sub)
                 return total
             acts = self.actions(s)
@@ -227,7 +231,7 @@ class Spot:
             if s["kind"] == "end":
                 if s["street"] == 5:
                     return
-                for c in self.river_cards(()):
+                for c in self.next_cards(s, ()):
                     live = [{h for h in hs if c not in h} for hs in hands]
                     walk(self.after_end(s, c), live)
                 return

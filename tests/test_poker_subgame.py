@@ -154,7 +154,8 @@ def test_range_strings():
     (lambda: PokerSubgameSpec(board=RIVER, raise_fractions=(0.0,), raise_cap=1, random_hands=5), "> 0"),
     (lambda: PokerSubgameSpec(board=RIVER, range0="AZs", range1="AA"), "unknown rank"),
     (lambda: PokerSubgameSpec(board=RIVER, range0="AA:-1", range1="KK"), "non-negative"),
-    (lambda: PokerSubgameSpec(board="Ks Js Th", random_hands=5), "turn"),
+    (lambda: PokerSubgameSpec(board="Ks Js", random_hands=5), "flop"),
+    (lambda: build_spec(PokerSubgameSpec(board="Ks Js Th", random_hands=5)), "no tabular form.*public"),
     (lambda: PokerSubgameSpec(board=RIVER, random_hands=5, range0="AA"), "not both"),
 ])
 def test_bad_input_raises_clear_errors(make, match):

@@ -179,7 +179,7 @@ def test_keys_match_tabular():
 # Against the brute-force evaluator.
 
 
-@pytest.mark.parametrize("case", cases(["river", "river_raises", "turn"], ["river_raises", "turn"]))
+@pytest.mark.parametrize("case", cases(["river", "river_raises", "turn", "flop"], ["river_raises", "turn", "flop"]))
 def test_brute_force(case):
     bf = pytest.importorskip("poker_brute_force", reason="needs eval7")
     rng = np.random.default_rng(7)
@@ -191,10 +191,14 @@ def test_brute_force(case):
         board, pot, stack, bets, raises, cap = "Ah 9c 5d 5s 2h", 30, 80, (0.75, "allin"), (1.0,), None
         h0 = ["AsKs", "5h4h", "9d9h", "KdQd", "3c4c"]
         h1 = ["AcQc", "5c6c", "9s8s", "AsKs", "2c2d"]
-    else:   # includes an all-in called on the turn (showdown below each river card)
+    elif case == "turn":   # includes an all-in called on the turn (showdown below each river card)
         board, pot, stack, bets, raises, cap = TURN, 20, 60, (1.0, "allin"), None, 1
         h0 = ["AsAh", "QhQd", "9h8h", "2c2d"]
         h1 = ["AdKd", "Qs9s", "KhKd", "8c7c"]
+    else:   # a flop: turn and river betting after check-check, a flop bet is all-in (no later betting)
+        board, pot, stack, bets, raises, cap = "Ks 7d 2c", 20, 30, (1.0,), None, 0
+        h0 = ["AsAh", "QhJh"]
+        h1 = ["KdQd", "9h8h"]
     w0 = {h: float(rng.uniform(0.2, 1.0)) for h in h0}
     w1 = {h: float(rng.uniform(0.2, 1.0)) for h in h1}
     cfg = PokerSubgameSpec(board=board, pot=pot, stack=stack, bet_fractions=bets, raise_fractions=raises,
@@ -207,7 +211,7 @@ def test_brute_force(case):
         sl, _ = g.infoset_index(key)
         assert tuple(g.labels.action_names[int(np.asarray(g.slot_infoset)[sl.start])]) == names
     assert float(g.norm) == pytest.approx(spot.norm(), rel=1e-14)
-    for seed in range(2):
+    for seed in range(1 if case == "flop" else 2):
         pol = random_policy(g, seed)
         d = policy_dict(g, pol)
         br, ev = evaluate(g, pol)

@@ -24,7 +24,7 @@ import pytest
 import background
 import built_wheel
 
-SPECS = ("hunl_river", "hunl_river_full", "hunl_turn", "hunl_turn_full", "hunl_turn_full_raise")
+SPECS = ("hunl_river", "hunl_river_full", "hunl_turn", "hunl_turn_full", "hunl_turn_full_raise", "hunl_flop_full")
 TIMEOUT_S = 240
 
 

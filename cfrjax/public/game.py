@@ -8,12 +8,15 @@ reach and values `[n, 2, H]`. The tabular information set `P1|AhKh|k.b10` is the
 
 Layout (built by `cfrjax.games.poker.public.build_public`): two stages.
 
-* The **trunk**: the betting before the last card (a turn spot's turn street; empty on
+* The **trunk**: the betting before the last card (a turn spot's turn street; a flop
+  spot's flop street and, below each of its ends, one turn street per turn card; empty on
   a river spot), `N1` nodes breadth-first (level `d` = `trunk_levels[d]:trunk_levels[d+1]`,
   children grouped by parent in parent order). Its leaves are folds and the `R` chance
-  nodes that deal the river card.
-* The **forest**: below each board (`B` = 48 river cards on a turn, the one board of a
-  river spot) the same `R` trees (one per trunk chance node; the whole river tree on a
+  nodes that deal the river card (on a flop `R` per turn card, `G R` in all); below a
+  flop's turn card hands holding it are dead (`trunk_dealt`) and chance (1/45 per card)
+  is folded into the stakes.
+* The **forest**: below each board (`B` = 48 river cards on a turn, the 49 x 48 (turn,
+  river) pairs of a flop, the one board of a river spot) the same `R` trees (one per trunk chance node; the whole river tree on a
   river spot), `n2` nodes per board, breadth-first with the `R` roots as level 0. Every
   per-board array (strength order, live hands, strategies, regrets) is sliced by board,
   and the passes map one function over the boards (`lax.map` on CPU, one board at a
@@ -173,7 +176,8 @@ class PublicGame:
       trunk_fold_node: `[F1]`; trunk_fold_payoff: `[F1]` float, player 0's payoff.
       trunk_slot_node, trunk_slot_child: `[t0 + t1]` trunk node of each trunk slot's
         decision node and of its action's child (player 0's slots first).
-      root_chance: `[R]` trunk chance node above each forest root (unused on a river).
+      root_chance: `[R]` trunk chance node above each forest root (unused on a river);
+        on a flop spot `[G, R]`, per turn card `g` (the boards of group `g` hang there).
       forest_parent, forest_child_start, forest_owner, forest_term_pos: as the trunk's,
         per board (local node ids; term rows: folds `0..F2-1`, showdowns `F2..F2+K-1`);
         forest_lane_slot: `[n2, 2]` local slots (player 0's `0..s0-1`, player 1's
@@ -192,6 +196,9 @@ class PublicGame:
         (`cfrjax.public.terminals.showdown_tables`).
       dense_showdown: `[B, H, H]` float `compat * sign(s_h - s_h')`, dense_compat: `[H, H]`
         float (`None` unless built).
+      trunk_dealt: `[N1]` the turn card dealt above each trunk node of a flop spot (52:
+        none; hands holding it are dead there); board_group: `[B]` the turn card (group
+        `g`) of each board of a flop spot. Both `None` on turn and river spots.
       slot_infoset: `[S]` decision node of each slot (sorted); infoset_slot_start:
         `[I + 1]`; slot_uniform: `[S]` float `1 / |A|`.
       weights: `[2, H]` float, the players' range weights (re-targetable).
@@ -204,7 +211,11 @@ class PublicGame:
         level holds terminals (or chance leaves).
       trunk_slots: `(t0, t1)`; forest_slots: `(s0, s1)`; slot_split: player 0 owns
         slots `[0, slot_split)` (`t0 + B s0`).
-      dealt: whether the forest lies below a dealt card (turn spots).
+      dealt: whether the forest lies below a dealt card (turn and flop spots).
+      board_groups: `G`, the turn cards of a flop spot (boards are `(turn, river)` pairs,
+        turn-major, `B / G` per group); 0 elsewhere.
+      trunk_level_dealt: per trunk level, whether a node on it lies just below a dealt turn
+        card (its reach is masked there); `()` except on flop spots.
       max_actions: the most actions of a decision node.
       reduction: `"auto"`, `"pull"` or `"scatter"` (as `CompiledGame.reduction`).
       terminals: `"auto"` (dense where built and not on CPU, else sorted), `"sorted"` or
@@ -248,6 +259,8 @@ class PublicGame:
     norm: Any
     dense_showdown: Any = None
     dense_compat: Any = None
+    trunk_dealt: Any = None
+    board_group: Any = None
     num_nodes: int = _static(0)
     num_slots: int = _static(0)
     num_infosets: int = _static(0)
@@ -263,6 +276,8 @@ class PublicGame:
     forest_slots: tuple = _static((0, 0))
     slot_split: int = _static(0)
     dealt: bool = _static(False)
+    board_groups: int = _static(0)
+    trunk_level_dealt: tuple = _static(())
     max_actions: int = _static(0)
     reduction: str = _static("auto")
     terminals: str = _static("auto")

@@ -6,11 +6,12 @@ Per player p every quantity is a vector over the hand list: reach and values are
 * **Forward**: the root reach of player p is its range `w_p`;
   `reach[c, p] = reach[parent(c), p] * sigma_ext[lane_slot[c, p]]` (the trunk level by
   level; the forest as one product along each node's own-decision path), and below the
-  card of board `b` times `board_live[b]` (hands holding the card are dead there).
-  Chance probabilities are not in the reach.
+  card of board `b` times `board_live[b]` (hands holding the card are dead there; on a
+  flop also below its turn card in the trunk, `trunk_dealt`). Chance probabilities are
+  not in the reach.
 * **Terminals** (`cfrjax.public.terminals`): from the opponent's reach at every terminal
-  with card removal, times the stake (chance folded in: 1/44 below a turn spot's river
-  card, as the tabular form's `pi_c u`), the player's sign, the own hand's live mask and
+  with card removal, times the stake (chance folded in: 1/44 per river card, 1/45 per
+  flop's turn card, as the tabular form's `pi_c u`), the player's sign, the own hand's live mask and
   `1 / Z`: counterfactual values (the opponent's range weight and chance included, the
   own weight not), equal to the tabular form's divided by `w_p[h]`.
 * **Backward** (`backward`): per level, `v(n) = term(n) + sum_c w(c) v(c)` over the
@@ -25,7 +26,8 @@ Per player p every quantity is a vector over the hand list: reach and values are
 
 The trunk runs first (forward), then every board's forest (`_board`: forward, terminals,
 backward, its slots' regrets), then the trunk backward from the boards' summed root
-values. On CPU the boards run one at a time in a loop (each board's arrays, about 1 MB on
+values (on a flop summed per turn card: board `b` hangs below the trunk leaves
+`root_chance[board_group[b]]`). On CPU the boards run one at a time in a loop (each board's arrays, about 1 MB on
 a full-range turn, stay in cache, where all 48 at once would stream through memory),
 elsewhere all at once (`vmap`). One `platform_dependent` per pass picks the lowering: on CPU scattered
 sums, the loop, prefix scans and sorted terminals; elsewhere pulled sums, `vmap`,
@@ -84,6 +86,17 @@ class _Tree:
         self.levels, self.fanout, self.terms = get("levels"), get("fanout"), get("level_terms")
         self.path = getattr(game, f"{stage}_path", None)
         self.root_of = getattr(game, f"{stage}_root_of", None)
+        self.dealt = getattr(game, f"{stage}_dealt", None)
+        self.level_dealt = getattr(game, f"{stage}_level_dealt", ())
+        self.hand_cards = game.hand_cards
+
+
+def _alive(hand_cards, cards, nd: int, dtype):
+    """`[n, 1, H, 1...]` (`nd` dimensions): 1 where a hand holds none of `cards [n]` (52:
+    no card)."""
+    c = cards[:, None]
+    live = (hand_cards[None, :, 0] != c) & (hand_cards[None, :, 1] != c)
+    return lift(live.astype(dtype)[:, None], nd)
 
 
 def forward(tree: _Tree, sigma_ext, root, nd: int):
@@ -102,7 +115,10 @@ def forward(tree: _Tree, sigma_ext, root, nd: int):
     reach = [root]
     for d in range(1, len(ls) - 1):
         lo, hi = ls[d], ls[d + 1]
-        reach.append(reach[-1][tree.parent[lo:hi] - ls[d - 1]] * lift(sigma_ext[tree.lane_slot[lo:hi]], nd))
+        r = reach[-1][tree.parent[lo:hi] - ls[d - 1]] * lift(sigma_ext[tree.lane_slot[lo:hi]], nd)
+        if tree.level_dealt and tree.level_dealt[d]:    # just below a flop's turn card
+            r = r * _alive(tree.hand_cards, tree.dealt[lo:hi], nd, r.dtype)
+        reach.append(r)
     return jnp.concatenate(reach)
 
 
@@ -148,6 +164,8 @@ def _fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool):
 def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     """One board's forest: values at its roots (chance included), and for `mode ==
     "regret"` the new regrets and average terms of its slots, per lane."""
+    if "root" in xs:    # a flop's board: the roots below its turn card
+        root = xs["root"]
     nd = root.ndim
     dt = root.dtype
     tree = _Tree(game, "forest")
@@ -191,10 +209,11 @@ def _on_platform(run):
     return jax.lax.platform_dependent(cpu=lambda: run(True), default=lambda: run(False))
 
 
-def _board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b=None) -> dict:
-    """The inputs to `_board`: tables, live hands, strategy and regret rows; of board `b`
-    (dynamic slices), or of every board, board-major (static slices and reshapes,
-    nothing gathered) when `b` is `None`."""
+def _board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b=None, roots=None) -> dict:
+    """The inputs to `_board`: tables, live hands, strategy and regret rows, and on a flop
+    the forest roots' reach (`roots [G, R, 2, H, *batch]` picked by the board's turn
+    card); of board `b` (dynamic slices), or of every board, board-major (static slices
+    and reshapes; only the roots gathered) when `b` is `None`."""
     B = game.num_boards
     (t0, t1), (s0, s1), split = game.trunk_slots, game.forest_slots, game.slot_split
     names = _TABLES + (("dense_showdown",) if terminals.dense_used(game, cpu) else ())
@@ -210,6 +229,11 @@ def _board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b
 
         def rows(a, start, size):
             return jax.lax.dynamic_slice_in_dim(a, start + b * size, size, 0)
+    if game.board_groups:
+        if b is None:
+            xs["root"] = roots[game.board_group]
+        else:
+            xs["root"] = jax.lax.dynamic_index_in_dim(roots, game.board_group[b], 0, keepdims=False)
     xs["sig0"] = rows(sigma_ext, t0, s0)
     xs["sig1"] = rows(sigma_ext, split + t1, s1)
     if regret is not None:
@@ -219,8 +243,9 @@ def _board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b
     return xs
 
 
-def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool):
-    """Run `f` (`_board`) on every board: `(sum of root values, regret, y)` with the
+def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool, roots=None):
+    """Run `f` (`_board`) on every board: `(sum of root values, regret, y)` (on a flop the
+    sums per turn card, `[G R, L, H, *batch]`) with the
     forests' rows of `regret` / `y` (`[hi - lo, H, *batch]`, `None` unless regrets are
     wanted) filled in (the trunk's rows: `regret` as given, `y` zero). On CPU a loop over
     the boards (each board's arrays stay in cache), elsewhere all at once (`vmap`)."""
@@ -232,11 +257,18 @@ def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool):
         xs = _board_inputs(game, sigma_ext, lanes, regret, base, cpu)
         out = jax.tree.map(lambda a: a[None], f(jax.tree.map(lambda a: a[0], xs)))
     elif cpu:   # slices taken inside the loop: no copies of the [S, H] inputs
-        out = jax.lax.map(lambda b: f(_board_inputs(game, sigma_ext, lanes, regret, base, cpu, b)), jnp.arange(B))
+        out = jax.lax.map(lambda b: f(_board_inputs(game, sigma_ext, lanes, regret, base, cpu, b, roots)),
+                          jnp.arange(B))
     else:
-        out = jax.vmap(f)(_board_inputs(game, sigma_ext, lanes, regret, base, cpu))
+        out = jax.vmap(f)(_board_inputs(game, sigma_ext, lanes, regret, base, cpu, roots=roots))
+    G = game.board_groups
+    if G:
+        r = out["root"]
+        root_sum = jnp.sum(r.reshape((G, B // G) + r.shape[1:]), axis=1).reshape((G * r.shape[1],) + r.shape[2:])
+    else:
+        root_sum = jnp.sum(out["root"], axis=0)
     if not want:
-        return jnp.sum(out["root"], axis=0), None, None
+        return root_sum, None, None
     regs, ys = [], []
     for p in lanes:
         t, s = rows(p)
@@ -245,7 +277,7 @@ def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool):
             ys.append(jnp.zeros((t,) + regret.shape[1:], sigma_ext.dtype))
         regs.append(out[f"regret{p}"].reshape((B * s,) + regret.shape[1:]))
         ys.append(out[f"y{p}"].reshape((B * s,) + regret.shape[1:]))
-    return jnp.sum(out["root"], axis=0), jnp.concatenate(regs), jnp.concatenate(ys)
+    return root_sum, jnp.concatenate(regs), jnp.concatenate(ys)
 
 
 def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regret=None):
@@ -273,11 +305,14 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
     if want:
         regret = jnp.broadcast_to(regret, regret.shape[:2] + batch) if regret.ndim - 2 < len(batch) else regret
     chance, new, y = _boards(game, lambda x: _board(game, x, forest_root, sigma_ext, lanes, mode, cpu),
-                             sigma_ext, lanes, regret if want else None, base, cpu)
+                             sigma_ext, lanes, regret if want else None, base, cpu,
+                             forest_root if game.board_groups else None)
     if not has_trunk:
         return chance[0], new, y
     inv_z = _lead(1.0 / game.norm.astype(dt), 3)
     tvf = _fold_values(game, reach1, game.trunk_fold_node, game.trunk_fold_payoff, lanes, inv_z, cpu)
+    if game.trunk_dealt is not None:    # a flop's turn-street folds: the own hand's card removal
+        tvf = tvf * _alive(game.hand_cards, game.trunk_dealt[game.trunk_fold_node], nd, dt)
     tv = jnp.concatenate([tvf, chance, jnp.zeros((1,) + chance.shape[1:], dt)])
     vals1 = backward(trunk, sigma_ext, tv, lanes, _pull(game, cpu), best_response=mode == "br")
     if not want:

@@ -63,7 +63,8 @@ class PokerSubgameSpec:
     """Configuration of a HUNL river/turn subgame (see the module docstring).
 
     Attributes:
-      board: 4 (turn) or 5 (river) cards, e.g. "Ks Js Th 7d 2c"; stored normalized.
+      board: 3 (flop), 4 (turn) or 5 (river) cards, e.g. "Ks Js Th 7d 2c"; stored
+        normalized. Flop spots compile to the public form only.
       pot: chips in the pot at the start of the subgame (both players put in half).
       stack: each player's stack at the start of the hand (includes the half-pot).
       bet_fractions: sizes of a first bet on a street, pot fractions or "allin".
@@ -94,8 +95,9 @@ class PokerSubgameSpec:
 
     def __post_init__(self):
         cards = parse_board(self.board)
-        if cards.size not in (4, 5):
-            raise PokerSpecError(f"board {self.board!r}: only turn (4 cards) and river (5 cards) subgames are supported")
+        if cards.size not in (3, 4, 5):
+            raise PokerSpecError(f"board {self.board!r} has {cards.size} card(s); a subgame starts on the flop "
+                                 f"(3 cards), the turn (4) or the river (5)")
         object.__setattr__(self, "board", board_str(cards))
         for field in ("pot", "stack"):
             try:
@@ -135,13 +137,13 @@ class PokerSubgameSpec:
 
     @property
     def board_cards(self) -> np.ndarray:
-        """`[4]` or `[5]` card ids of the board."""
+        """`[3]`, `[4]` or `[5]` card ids of the board."""
         return parse_board(self.board)
 
     @property
     def street(self) -> str:
-        """"turn" or "river"."""
-        return "river" if len(self.board.split()) == 5 else "turn"
+        """"flop", "turn" or "river"."""
+        return {3: "flop", 4: "turn", 5: "river"}[len(self.board.split())]
 
     @property
     def raise_sizes(self) -> tuple:

@@ -1,22 +1,26 @@
-"""A HUNL river/turn subgame as a `PublicGame` (the public-tree form, `cfrjax.public`).
+"""A HUNL flop/turn/river subgame as a `PublicGame` (the public-tree form, `cfrjax.public`).
 
 Built from the configuration directly, independently of the tabular builder
 (`cfrjax.games.poker.subgame.build_spec`) below the betting tree, so the tests comparing
 the two forms compare two constructions. Shared with it: the betting tree of one street
 (`subgame._street_tree`: sizes, action names, codes, fold payoffs and showdown stakes in
-chips, sunk cost), cards, ranges and the hand evaluator.
+chips, sunk cost), cards, ranges and the hand evaluator. Flop spots exist in this form
+only (checked against the independent brute-force evaluator of the tests).
 
 * **Hands.** One list for both players: every combo not blocked by the board (1,081 on a
-  river, 1,128 on a turn), fixed per board so that new ranges never change a shape
-  (weights may be 0). `hands=` restricts it for small instances (`"support"`: the
-  combos with positive weight in either range).
-* **Tree.** The street's public betting tree; on a turn every street end is a chance node
-  with one child per card not on the board (48), each followed by the river's betting
-  tree (a showdown right away after a called all-in). Laid out as `PublicGame`'s trunk
-  (the turn street; none on a river) and, per board, the forest of river trees below
-  the trunk's chance nodes (the whole river tree on a river). Below card `c` hands
-  holding `c` are dead; each card's chance weight is 1/44 (for any deal of two hands
-  exactly 44 cards are live), folded into the forest's stakes.
+  river, 1,128 on a turn, 1,176 on a flop), fixed per board so that new ranges never
+  change a shape (weights may be 0). `hands=` restricts it for small instances
+  (`"support"`: the combos with positive weight in either range).
+* **Tree.** The street's public betting tree; every street end before the river is a
+  chance node with one child per card not on the board, followed by the next street's
+  betting tree (after a called all-in, no more betting: the cards still to come, then a
+  showdown). Laid out as `PublicGame`'s trunk (the turn street on a turn; the flop
+  street and the 49 turn streets below it on a flop; none on a river) and, per board,
+  the forest of river trees below the trunk's river-dealing chance nodes (the whole
+  river tree on a river). A turn spot's boards are its 48 river cards, a flop's the
+  49 x 48 (turn, river) pairs. Below a card hands holding it are dead. Chance is folded
+  into the stakes: for any deal of two hands exactly 45 turn cards (below a flop) and
+  44 river cards are live, so each card weighs 1/45 or 1/44.
 * **Terminals.** Folds pay `fold` to player 0 (the betting tree's fold payoff);
   showdowns move `sd` (half pot plus the matched wager) from the weaker hand to the
   stronger, ties 0; strengths per board by the 7-card evaluator.
@@ -50,6 +54,8 @@ __all__ = ["DENSE_LIMIT_BYTES", "build_public", "public_hands"]
 #: Under `terminals="auto"` the dense matrices are built (for accelerators) only below this size.
 DENSE_LIMIT_BYTES = 2 * 2 ** 30
 _NO_CARD = 52
+#: Live turn cards below a flop for any deal of two hands: 52 - 3 board - 4 hole cards.
+FLOP_TURN_CARDS = 45
 
 
 def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
@@ -98,6 +104,8 @@ class _Stage:
     levels: tuple           # level offsets
     fanout: tuple           # the most children per level
     terms: tuple            # a level holds terminals or chance nodes (leaves of the stage)
+    new: np.ndarray         # [n] breadth-first position of each node in the trees' own order
+    dealt: np.ndarray       # [n] card dealt above the node inside the stage (52: none)
 
     @property
     def size(self) -> int:
@@ -105,9 +113,12 @@ class _Stage:
 
 
 def _stage(trees: list) -> _Stage:
-    parent, kind, root, fold, sd, codes, labels, tot, allin = [], [], [], [], [], [], [], [], []
+    """Lay out `trees` (`subgame._Tree`s; one with a `dealt` list carries the card dealt
+    above each node) breadth-first, roots first."""
+    parent, kind, root, fold, sd, codes, labels, tot, allin, dealt = [], [], [], [], [], [], [], [], [], []
     for r, t in enumerate(trees):
         off = len(parent)
+        seen = {}
         for i in range(len(t)):
             parent.append(-1 if t.parent[i] < 0 else off + t.parent[i])
             kind.append(int(t.kind[i]))
@@ -118,8 +129,11 @@ def _stage(trees: list) -> _Stage:
             labels.append(tuple(t.labels[i]))
             tot.append(tuple(t.tot[i]))
             allin.append(bool(t.allin[i]))
-            if t.parent[i] >= 0 and t.action[i] != sum(1 for j in range(i) if t.parent[j] == t.parent[i]):
-                raise AssertionError("betting tree children out of action order")
+            dealt.append(t.dealt[i] if hasattr(t, "dealt") else _NO_CARD)
+            if t.parent[i] >= 0:
+                if t.action[i] != seen.get(t.parent[i], 0):
+                    raise AssertionError("betting tree children out of action order")
+                seen[t.parent[i]] = t.action[i] + 1
     n = len(parent)
     children = [[] for _ in range(n)]
     for i, p in enumerate(parent):
@@ -150,24 +164,74 @@ def _stage(trees: list) -> _Stage:
         root=np.array(root, np.int64)[order], codes=[codes[o] for o in order], labels=[labels[o] for o in order],
         tot=[tot[o] for o in order], allin=np.array(allin, bool)[order], levels=levels,
         fanout=tuple(int(nchild[lo:hi].max(initial=0)) for lo, hi in spans),
-        terms=tuple(bool((k[lo:hi] >= CHANCE).any()) for lo, hi in spans))
+        terms=tuple(bool((k[lo:hi] >= CHANCE).any()) for lo, hi in spans), new=new,
+        dealt=np.array(dealt, np.int64)[order])
 
 
-def _strengths(cfg: PokerSubgameSpec, hands: np.ndarray, rest: np.ndarray):
-    """`(strength [B, H] int64, live [B, H] bool)`: one board on a river, one per river
-    card on a turn (dead hands hold the card: strength -1)."""
+def _strengths(cfg: PokerSubgameSpec, hands: np.ndarray, extra: np.ndarray):
+    """`(strength [B, H] int64, live [B, H] bool)` on the boards `cfg.board + extra[b]`
+    (`extra [B, 0]`: the river board itself; `[B, 1]`: a turn's river cards; `[B, 2]`: a
+    flop's turn and river cards). Dead hands hold an extra card: strength -1."""
     board = cfg.board_cards
     hc = COMBOS[hands]
-    H = hands.size
-    if board.size == 5:
-        cards7 = np.concatenate([np.broadcast_to(board, (H, 5)), hc], axis=1)
-        return evaluate(cards7)[None], np.ones((1, H), bool)
-    B = rest.size
-    live = ~(hc[None, :, :] == rest[:, None, None]).any(-1)                       # [B, H]
-    cards7 = np.concatenate([np.broadcast_to(board, (B, H, 4)), np.broadcast_to(rest[:, None, None], (B, H, 1)),
-                             np.broadcast_to(hc, (B, H, 2))], axis=2)
+    B, H, k = extra.shape[0], hands.size, extra.shape[1]
+    live = ~(hc[None, :, :, None] == extra[:, None, None, :]).any((-1, -2))          # [B, H]
+    cards7 = np.concatenate([np.broadcast_to(board, (B, H, board.size)),
+                             np.broadcast_to(extra[:, None, :], (B, H, k)), np.broadcast_to(hc, (B, H, 2))], axis=2)
     cards7 = np.where(live[..., None], cards7, np.array([0, 4, 9, 14, 19, 24, 29]))  # dummy distinct cards
-    return np.where(live, evaluate(cards7), -1), live
+    return np.where(live, evaluate(cards7.reshape(B * H, 7)).reshape(B, H), -1), live
+
+
+def _river_tree(cfg: PokerSubgameSpec, tot: tuple, allin: bool) -> _Tree:
+    """The river below a street end with street totals `tot`: its betting tree, or a lone
+    showdown after a called all-in."""
+    if not allin:
+        return _street_tree(cfg, tot[0], last=True)
+    sub = _Tree()
+    sub.add(-1, -1, TERMINAL, "", tot, sd=cfg.pot / 2 + tot[0])
+    return sub
+
+
+def _flop_trunk(cfg: PokerSubgameSpec, rest: np.ndarray):
+    """A flop spot's trunk: the flop street, and below each of its street ends (chance
+    nodes) one child per turn card (49) holding that card's turn street (or, after a called
+    all-in, a river-dealing leaf). Returns `(trunk stage, root_chance [G, R], the R river
+    trees, turn cards [G])`: `root_chance[g, k]` is the trunk leaf that deals the river
+    after turn card `g` on the `k`-th line, in the same order for every card."""
+    flop = _street_tree(cfg, 0.0, last=False)
+    tree = _Tree()
+    tree.dealt = []
+    for i in range(len(flop)):
+        tree.add(flop.parent[i], flop.action[i], flop.kind[i], flop.code[i], flop.tot[i], flop.labels[i],
+                 fold=flop.fold[i], sd=flop.sd[i], allin=flop.allin[i])
+        tree.dealt.append(_NO_CARD)
+    ends = [c for c in range(len(flop)) if flop.kind[c] == CHANCE]
+    turns = {c: None if flop.allin[c] else _street_tree(cfg, flop.tot[c][0], last=False) for c in ends}
+    leaves, subs = [], []
+    for g, card in enumerate(rest):
+        row = []
+        for c in ends:
+            prefix = f"{flop.code[c]}/{CARD_NAMES[card]}/"
+            t = turns[c]
+            if t is None:
+                row.append(tree.add(c, g, CHANCE, prefix, flop.tot[c], allin=True))
+                tree.dealt.append(int(card))
+                if g == 0:
+                    subs.append(_river_tree(cfg, flop.tot[c], True))
+                continue
+            off = len(tree)
+            for i in range(len(t)):
+                tree.add(c if t.parent[i] < 0 else off + t.parent[i], g if t.parent[i] < 0 else t.action[i],
+                         t.kind[i], prefix + t.code[i], t.tot[i], t.labels[i], fold=t.fold[i], sd=t.sd[i],
+                         allin=t.allin[i])
+                tree.dealt.append(int(card))
+                if t.kind[i] == CHANCE:
+                    row.append(off + i)
+                    if g == 0:
+                        subs.append(_river_tree(cfg, t.tot[i], t.allin[i]))
+        leaves.append(row)
+    stage = _stage([tree])
+    return stage, stage.new[np.array(leaves, np.int64)], subs, rest
 
 
 def _own_paths(stage: _Stage, lane: np.ndarray, sentinel: int) -> np.ndarray:
@@ -194,7 +258,7 @@ def _slots(stage: _Stage, player: int):
 
 def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None,
                  reduction: str = "auto", dense_limit_bytes: int = DENSE_LIMIT_BYTES) -> PublicGame:
-    """Build the public-tree form of a river or turn subgame.
+    """Build the public-tree form of a flop, turn or river subgame.
 
     Args:
       config: the subgame (`PokerSubgameSpec`, e.g. from `load_poker_config` or
@@ -237,32 +301,35 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     if not float(weights[0] @ pt.compat_matrix(hand_cards).astype(np.float64) @ weights[1]) > 0:
         raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
 
-    # Trunk (the turn street) and forest (the river trees below one board).
-    if turn:
+    # Trunk (the flop and turn streets) and forest (the river trees below one board).
+    groups = 0
+    if cfg.street == "flop":
+        trunk, root_chance, subs, turn_cards = _flop_trunk(cfg, rest)
+        forest = _stage(subs)
+        groups = turn_cards.size
+        rivers = [np.setdiff1d(rest, [t]) for t in turn_cards]
+        extra = np.array([(t, r) for t, rs in zip(turn_cards, rivers) for r in rs], np.int64)   # [B, 2]
+        board_group = np.repeat(np.arange(groups), [r.size for r in rivers])
+        chance_reach = 1.0 / (FLOP_TURN_CARDS * RIVER_CARDS)
+    elif turn:
         first = _street_tree(cfg, 0.0, last=False)
         trunk = _stage([first])
         chance = np.flatnonzero(trunk.kind == CHANCE)
-        subs = []
-        for c in chance:
-            if trunk.allin[c]:
-                sub = _Tree()
-                sub.add(-1, -1, TERMINAL, "", trunk.tot[c], sd=cfg.pot / 2 + trunk.tot[c][0])
-            else:
-                sub = _street_tree(cfg, trunk.tot[c][0], last=True)
-            subs.append(sub)
-        forest = _stage(subs)
-        boards = rest
+        forest = _stage([_river_tree(cfg, trunk.tot[c], trunk.allin[c]) for c in chance])
+        extra = rest[:, None]
         chance_reach = 1.0 / RIVER_CARDS
         root_chance = chance
     else:   # no trunk: the forest is the river tree, fed by the ranges
-        trunk, chance = _stage([]), np.zeros(0, np.int64)
+        trunk = _stage([])
         forest = _stage([_street_tree(cfg, 0.0, last=True)])
-        boards = np.array([-1])
+        extra = np.zeros((1, 0), np.int64)
         chance_reach = 1.0
         root_chance = np.zeros(1, np.int64)
-    B = boards.size
-    strength, live = _strengths(cfg, hands, rest)
+    B = extra.shape[0]
+    strength, live = _strengths(cfg, hands, extra)
     n1 = trunk.size
+    t_dealt = trunk.dealt != _NO_CARD          # [N1] trunk nodes below the flop's turn card
+    edge_deal = t_dealt & ~t_dealt[trunk.parent] if n1 else t_dealt
 
     # Decision nodes and slots (module docstring of cfrjax.public.game).
     t_nodes = [_slots(trunk, p) for p in (0, 1)]
@@ -309,7 +376,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         return folds, sds, pos
 
     f_folds, f_sds, f_pos = term_arrays(forest, np.zeros(0, np.int64))
-    t_folds, t_sds, t_pos = term_arrays(trunk, chance)
+    t_folds, t_sds, t_pos = term_arrays(trunk, np.asarray(root_chance).ravel() if n1 else np.zeros(0, np.int64))
     if t_sds.size:
         raise AssertionError("a showdown on the turn street")
 
@@ -323,14 +390,16 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     index_arrays = dict(
         trunk_parent=trunk.parent, trunk_child_start=trunk.child_start, trunk_owner=trunk.kind,
         trunk_lane_slot=t_lane, trunk_term_pos=t_pos, trunk_fold_node=t_folds,
-        trunk_slot_node=t_snode, trunk_slot_child=t_schild, root_chance=root_chance,
+        trunk_slot_node=t_snode, trunk_slot_child=t_schild, root_chance=np.asarray(root_chance),
         forest_parent=forest.parent, forest_child_start=forest.child_start, forest_owner=forest.kind,
         forest_lane_slot=f_lane, forest_term_pos=f_pos, forest_slot_node=f_snode, forest_slot_child=f_schild,
         forest_path=f_path, forest_root_of=forest.root,
         forest_fold_node=f_folds, forest_showdown_node=f_sds, hand_cards=hand_cards, card_hands=card_hands,
         slot_infoset=slot_infoset, infoset_slot_start=infoset_slot_start, **tables)
+    if groups:
+        index_arrays.update(trunk_dealt=trunk.dealt, board_group=board_group)
     float_arrays = dict(
-        trunk_fold_payoff=trunk.fold[t_folds],
+        trunk_fold_payoff=trunk.fold[t_folds] * np.where(t_dealt[t_folds], 1.0 / FLOP_TURN_CARDS, 1.0),
         forest_fold_payoff=forest.fold[f_folds] * chance_reach, forest_showdown_stake=forest.sd[f_sds] * chance_reach,
         board_live=live.astype(np.float64), slot_uniform=slot_uniform)
 
@@ -341,15 +410,15 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
             codes.append(trunk.codes[n])
             players.append(p)
             names.append(trunk.labels[n])
-            dealt.append(())
+            dealt.append((int(trunk.dealt[n]),) if t_dealt[n] else ())
         for b in range(B):
+            above = root_chance[board_group[b]] if groups else root_chance
             for n in f_nodes[p][0]:
-                if turn:
-                    codes.append(f"{trunk.codes[chance[forest.root[n]]]}/{CARD_NAMES[boards[b]]}/{forest.codes[n]}")
-                    dealt.append((int(boards[b]),))
+                if n1:
+                    codes.append(f"{trunk.codes[above[forest.root[n]]]}/{CARD_NAMES[extra[b, -1]]}/{forest.codes[n]}")
                 else:
                     codes.append(forest.codes[n])
-                    dealt.append(())
+                dealt.append(tuple(int(c) for c in extra[b]))
                 players.append(p)
                 names.append(forest.labels[n])
     digest = fingerprint({**index_arrays, **float_arrays, "hands": hands, "strength": strength,
@@ -381,7 +450,10 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         num_boards=int(B), trunk_levels=trunk.levels if n1 else (), trunk_fanout=trunk.fanout if n1 else (),
         trunk_level_terms=trunk.terms if n1 else (),
         forest_levels=forest.levels, forest_fanout=forest.fanout, forest_level_terms=forest.terms,
-        trunk_slots=tuple(t_sl), forest_slots=tuple(f_sl), slot_split=int(split), dealt=bool(turn),
+        trunk_slots=tuple(t_sl), forest_slots=tuple(f_sl), slot_split=int(split), dealt=bool(n1),
+        board_groups=int(groups),
+        trunk_level_dealt=tuple(bool(edge_deal[lo:hi].any()) for lo, hi in zip(trunk.levels[:-1], trunk.levels[1:]))
+        if groups else (),
         max_actions=int(nact.max()), reduction=reduction, terminals=terminals,
         labels=labels)
     game = public_passes.set_ranges(game, weights[0], weights[1])

@@ -300,6 +300,9 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
     """
     t_start = time.perf_counter()
     cfg = config
+    if cfg.street == "flop":
+        raise PokerSpecError(f"{cfg.name}: a flop spot ({cfg.board}) has no tabular form (one tree copy per deal "
+                             f"and runout is far too large); build it in the public form (form='public')")
     board = cfg.board_cards
     h0, h1, prob = subgame_deals(cfg)
     D = h0.size
