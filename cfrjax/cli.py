@@ -126,6 +126,9 @@ def _solver_options(p) -> None:
     p.add_argument("--form", choices=("public", "tabular"), default=None,
                    help="compiled form: poker specs default to public (vectors over hands), tabular is the "
                         "per-deal tree; other games have only the tabular form")
+    p.add_argument("--compile-cache", default=None, metavar="DIR|off",
+                   help="keep compiled executables in DIR for the next run (default: $CFRJAX_COMPILE_CACHE, else "
+                        "~/.cache/cfrjax/xla; 'off' to compile afresh)")
 
 
 # ----------------------------------------------------------------------------------------
@@ -278,6 +281,8 @@ def _solve(args) -> dict:
         raise ValueError(f"--save-policy {args.save_policy!r}: the file name must end with .json or .npz")
     _check_plot_available(args.plot)
 
+    from cfrjax.compile_cache import enable_compile_cache
+    enable_compile_cache(args.compile_cache)
     t0 = time.perf_counter()
     with _Status(f"building {args.game} ..."):
         game = _load_game_quietly(args.game, args.chance, args.form)
@@ -394,6 +399,8 @@ def _solve_batch(args) -> dict:
         if v is not None and v <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {v}")
     cluster = multihost.cluster_config(args.coordinator, args.num_processes, args.process_id)
+    from cfrjax.compile_cache import enable_compile_cache
+    enable_compile_cache(args.compile_cache)
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)  # an application may flip it; the library never does
     delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)

@@ -4,21 +4,27 @@ The command-line processes run in the background from the start of the session
 (`tests/background.py`)."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 import background
+from cfrjax.compile_cache import enable_compile_cache
 
 
 def _run(*args):
     return subprocess.run([sys.executable, "-m", "cfrjax", *args], capture_output=True, text=True, timeout=300)
 
 
+_CACHE = tempfile.mkdtemp(prefix="cfrjax-cli-cache-")
+
 BACKGROUND = {
     "solve_json": lambda: _run("solve", "kuhn_poker", "--iterations", "200", "--order", "alternating",
-                               "--eval-every", "50", "--json"),
+                               "--eval-every", "50", "--json", "--compile-cache", os.path.join(_CACHE, "xla")),
     "unknown_game": lambda: _run("solve", "no_such_game"),
 }
 
@@ -33,6 +39,18 @@ def test_solve_json():
         assert key in record
     assert record["iterations"] == 200 and record["nodes"] == 58 and record["infosets"] == 12
     assert 0 < record["exploitability"] < 1e-2
+    # --compile-cache: the solve's executables were kept there for the next run.
+    kept = os.listdir(os.path.join(_CACHE, "xla"))
+    shutil.rmtree(_CACHE, ignore_errors=True)
+    assert any(name.startswith("jit__solve-") for name in kept), kept
+
+
+def test_compile_cache_off_and_bad_folder(tmp_path):
+    assert enable_compile_cache("off") is None and enable_compile_cache("OFF") is None
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError, match="cannot be created.*CFRJAX_COMPILE_CACHE"):
+        enable_compile_cache(blocker / "xla")
 
 
 @pytest.mark.background("unknown_game")

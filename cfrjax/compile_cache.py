@@ -1,0 +1,59 @@
+"""JAX's persistent compilation cache, switched on for cfrjax's programs.
+
+A solve compiles one XLA executable per (game shape, configuration, iteration count); on a
+CPU that takes seconds (about 2 s for a Leduc solve, 3-11 s for a full-range poker spot),
+often longer than the solve. JAX can keep compiled executables on disk and read them back
+in the next process (`jax_compilation_cache_dir`), but by default only programs that took
+at least one second to compile are kept, and nothing is kept unless a folder is set. The
+command line calls `enable_compile_cache()` before compiling anything, so a second
+`cfrjax solve` of the same spot and options reads its executables back; Python users call
+it themselves (once, before the first compile).
+
+Where: the `path` argument, else `$CFRJAX_COMPILE_CACHE`, else a folder JAX was already
+given (`JAX_COMPILATION_CACHE_DIR` or `jax.config`), else `$XDG_CACHE_HOME/cfrjax/xla`
+(`~/.cache/cfrjax/xla`). `"off"` (argument or variable) leaves JAX's setting alone. Every
+program is kept (`jax_persistent_cache_min_compile_time_secs = 0`) unless that threshold
+was set through its environment variable. A cached executable is the same program, so
+results are bit for bit those of a fresh compile.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+
+__all__ = ["ENV", "OFF", "default_dir", "enable_compile_cache"]
+
+#: Environment variable naming the cache folder (or `off`).
+ENV = "CFRJAX_COMPILE_CACHE"
+#: The value that disables it.
+OFF = "off"
+
+
+def default_dir() -> str:
+    """`$XDG_CACHE_HOME/cfrjax/xla`, or `~/.cache/cfrjax/xla`."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cfrjax", "xla")
+
+
+def enable_compile_cache(path: str | os.PathLike | None = None) -> str | None:
+    """Turn on JAX's persistent compilation cache (module docstring); returns its folder,
+    or `None` when switched off. Call it before the first compile of the process.
+
+    Raises:
+      OSError: the folder cannot be created (the message names it).
+    """
+    choice = os.fspath(path) if path is not None else os.environ.get(ENV) or None
+    if choice is not None and choice.strip().lower() == OFF:
+        return None
+    folder = choice or jax.config.jax_compilation_cache_dir or default_dir()
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise OSError(f"compilation cache folder {folder!r} cannot be created ({e.strerror}); set "
+                      f"{ENV} to another folder or to '{OFF}'") from None
+    jax.config.update("jax_compilation_cache_dir", folder)
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return folder
