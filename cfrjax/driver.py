@@ -21,6 +21,7 @@ import numpy as np
 
 from cfrjax.best_response import exploitability, expected_value
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
+from cfrjax.forms import starting_pot
 from cfrjax.iteration import step
 from cfrjax.memory import guard
 from cfrjax.policy import average_policy
@@ -31,16 +32,23 @@ from cfrjax.state import SolverState
 class Trace:
     """Evaluation checkpoints of a solve, each `[K]` (NumPy, on the host): iteration,
     exploitability, value; `precision` is the float type the evaluation used
-    (`"float64"`: always, whatever the iteration dtype, see `evaluate`)."""
+    (`"float64"`: always, whatever the iteration dtype, see `evaluate`); `pot` the
+    starting pot of a poker subgame (`cfrjax.forms.starting_pot`), else `None`."""
 
     iteration: Any
     exploitability: Any
     value: Any
     precision: str = "float64"
+    pot: float | None = None
+
+    @property
+    def exploitability_pct_pot(self):
+        """`[K]` exploitability in % of the starting pot (poker's unit), or `None`."""
+        return None if self.pot is None else 100.0 * np.asarray(self.exploitability) / self.pot
 
 
 jax.tree_util.register_dataclass(Trace, data_fields=["iteration", "exploitability", "value"],
-                                 meta_fields=["precision"])
+                                 meta_fields=["precision", "pot"])
 
 #: The float type of every reported figure (`evaluate`, traces, the target stop).
 EVAL_DTYPE = "float64"
@@ -177,7 +185,7 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
             state, k, trace = _solve_to_target(game, state, jnp.asarray(target, jnp.float64),
                                                eval_every, max_iterations // eval_every)
             k = int(k)
-            return state, _host(trace, k)
+            return state, _host(trace, k, starting_pot(game))
     if iterations is None:
         raise ValueError("iterations is required unless target_exploitability and max_iterations are given")
     if not isinstance(iterations, int) or iterations < 0:
@@ -188,14 +196,14 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         return _solve(game, state, iterations, None)[0]
     with jax.enable_x64(True):  # the evaluation (only) runs in float64
         state, trace = _solve(game, state, iterations, eval_every)
-        return state, _host(trace)
+        return state, _host(trace, None, starting_pot(game))
 
 
-def _host(trace: Trace, k: int | None = None) -> Trace:
-    """The trace as NumPy arrays (the first `k` checkpoints), float64 kept."""
+def _host(trace: Trace, k: int | None = None, pot: float | None = None) -> Trace:
+    """The trace as NumPy arrays (the first `k` checkpoints), float64 kept, with `pot`."""
     cut = (lambda x: np.asarray(x)[:k]) if k is not None else np.asarray
     return Trace(iteration=cut(trace.iteration), exploitability=cut(trace.exploitability),
-                 value=cut(trace.value), precision=trace.precision)
+                 value=cut(trace.value), precision=trace.precision, pot=pot)
 
 
 def stop_points(start: int, total: int, every: int, checkpoint_every: int | None = None) -> list[int]:

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from cfrjax.forms import starting_pot  # noqa: F401  (re-exported: a poker notion, read from any form)
 from cfrjax.games.poker.cards import PokerSpecError, board_str, parse_board
 from cfrjax.games.poker.ranges import random_ranges, resolve_range
 
@@ -47,15 +48,6 @@ def _norm_range(r):
         else:
             out.append(tuple(x))
     return tuple(out)
-
-
-def starting_pot(game) -> float | None:
-    """The pot at the root of a poker subgame (chips), for any form (`GameSpec`, compiled
-    tabular or public game); `None` for a game that is not a poker subgame. Poker solvers
-    report exploitability as a percentage of this pot."""
-    source = game.source if hasattr(game, "source") else getattr(getattr(game, "labels", None), "source", None)
-    pot = ((source or {}).get("poker") or {}).get("pot")
-    return None if pot is None else float(pot)
 
 
 @dataclasses.dataclass(frozen=True)
