@@ -95,6 +95,7 @@ class _Stage:
     labels: list            # [n] action names
     tot: list               # [n] street totals (t0, t1)
     allin: np.ndarray       # [n] bool, a chance node after an all-in was called
+    oop_call: np.ndarray    # [n] bool, a chance node after player 0 called (donk sizes next)
     levels: tuple           # level offsets
     fanout: tuple           # the most children per level
     terms: tuple            # a level holds terminals or chance nodes (leaves of the stage)
@@ -105,7 +106,7 @@ class _Stage:
 
 
 def _stage(trees: list) -> _Stage:
-    parent, kind, root, fold, sd, codes, labels, tot, allin = [], [], [], [], [], [], [], [], []
+    parent, kind, root, fold, sd, codes, labels, tot, allin, oop_call = [], [], [], [], [], [], [], [], [], []
     for r, t in enumerate(trees):
         off = len(parent)
         for i in range(len(t)):
@@ -118,6 +119,7 @@ def _stage(trees: list) -> _Stage:
             labels.append(tuple(t.labels[i]))
             tot.append(tuple(t.tot[i]))
             allin.append(bool(t.allin[i]))
+            oop_call.append(bool(t.oop_call[i]))
             if t.parent[i] >= 0 and t.action[i] != sum(1 for j in range(i) if t.parent[j] == t.parent[i]):
                 raise AssertionError("betting tree children out of action order")
     n = len(parent)
@@ -148,7 +150,8 @@ def _stage(trees: list) -> _Stage:
     return _Stage(
         parent=par, child_start=child_start, kind=k, fold=np.array(fold)[order], sd=np.array(sd)[order],
         root=np.array(root, np.int64)[order], codes=[codes[o] for o in order], labels=[labels[o] for o in order],
-        tot=[tot[o] for o in order], allin=np.array(allin, bool)[order], levels=levels,
+        tot=[tot[o] for o in order], allin=np.array(allin, bool)[order],
+        oop_call=np.array(oop_call, bool)[order], levels=levels,
         fanout=tuple(int(nchild[lo:hi].max(initial=0)) for lo, hi in spans),
         terms=tuple(bool((k[lo:hi] >= CHANCE).any()) for lo, hi in spans))
 
@@ -239,7 +242,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
 
     # Trunk (the turn street) and forest (the river trees below one board).
     if turn:
-        first = _street_tree(cfg, 0.0, last=False)
+        first = _street_tree(cfg, 0.0, last=False, street="turn")
         trunk = _stage([first])
         chance = np.flatnonzero(trunk.kind == CHANCE)
         subs = []
@@ -248,7 +251,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                 sub = _Tree()
                 sub.add(-1, -1, TERMINAL, "", trunk.tot[c], sd=cfg.pot / 2 + trunk.tot[c][0])
             else:
-                sub = _street_tree(cfg, trunk.tot[c][0], last=True)
+                sub = _street_tree(cfg, trunk.tot[c][0], last=True, street="river",
+                                   oop_called=bool(trunk.oop_call[c]))
             subs.append(sub)
         forest = _stage(subs)
         boards = rest
@@ -256,7 +260,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         root_chance = chance
     else:   # no trunk: the forest is the river tree, fed by the ranges
         trunk, chance = _stage([]), np.zeros(0, np.int64)
-        forest = _stage([_street_tree(cfg, 0.0, last=True)])
+        forest = _stage([_street_tree(cfg, 0.0, last=True, street="river")])
         boards = np.array([-1])
         chance_reach = 1.0
         root_chance = np.zeros(1, np.int64)
@@ -356,8 +360,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                           "levels": np.array(trunk.levels + (-1,) + forest.levels)})
     meta = {
         "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack,
-        "bet_fractions": list(cfg.bet_fractions), "raise_fractions": list(cfg.raise_sizes),
-        "raise_cap": cfg.raise_cap, "random_hands": cfg.random_hands, "seed": cfg.seed,
+        **cfg.betting_meta(), "random_hands": cfg.random_hands, "seed": cfg.seed,
         "form": "public", "hands": int(H), "boards": int(B), "public_nodes": int(n1 + B * forest.size),
         "decision_nodes": int(I), "terminals": terminals,
         "support": [int(np.count_nonzero(weights[0] > 0)), int(np.count_nonzero(weights[1] > 0))],
