@@ -113,7 +113,8 @@ def _number(text: str, token: str, what: str) -> float:
 def parse_size(token: str, what: str, *, raises: bool) -> Size:
     """One token (`"75%"`, `"2.5x"`, `"2e150%"`, `"a"`) as a `Size`; `what` names the list
     in errors."""
-    t = token.strip().lower()
+    token = token.strip()
+    t = token.lower()
     if not t:
         raise PokerSpecError(f"{what}: empty size; {_USE}")
     if t == "a":
