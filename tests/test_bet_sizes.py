@@ -202,6 +202,7 @@ def test_spec_file_and_meta(tmp_path):
     ({"bet": "e50"}, "unknown size 'e50'"),
     ({"bet": "50%,,75%"}, "empty size"),
     ({"bet": "inf%"}, "unknown size 'inf%'"),
+    ({"bet": "+42%"}, "unknown size '\\+42%'"),
     ({"bet": 0.5}, "betting: bet sizes: 0.5 is not a size string"),
     ({"bets": "50%"}, r"betting: unknown key\(s\) \['bets'\]"),
     ({"river": {"mid": {"bet": "50%"}}}, r"betting.river: unknown key\(s\) \['mid'\]"),

@@ -74,7 +74,7 @@ THRESHOLDS = ("add_allin_threshold", "force_allin_threshold", "merging_threshold
 #: Keys of the `[betting]` table that `BetSizes.parse` reads (the spec loader routes them).
 TABLE_KEYS = SIZE_KEYS + ("donk",) + THRESHOLDS + STREETS + PLAYERS
 _USE = "use N% (pot fraction), Nx (multiple of the bet faced, raises only), e / Ne / NeM% (geometric), a (all-in)"
-_NUM = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)")
+_NUM = re.compile(r"-?(\d+\.?\d*|\.\d+)")
 _GEOM = re.compile(r"(?P<n>[^e]*)e(?P<cap>[^e]*)")
 
 
@@ -209,6 +209,11 @@ class BetSizes:
     force_allin_threshold: float = 0.0
     merging_threshold: float = 0.0
     chips: bool = True
+
+    def __post_init__(self):
+        if len(self.bets) != 6 or len(self.raises) != 6 or len(self.donks) != 3:
+            raise PokerSpecError("BetSizes: bets and raises need 6 cells (street x player), donks 3 (streets); "
+                                 "build it with BetSizes.parse")
 
     @classmethod
     def parse(cls, table: Mapping, where: str = "betting") -> "BetSizes":
