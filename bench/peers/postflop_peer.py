@@ -8,6 +8,7 @@ cargo, or when the build fails) the arm is skipped with the reason.
 
     python bench/compare.py --peers postflop --postflop-solver ~/src/postflop-solver
     python bench/peers/postflop_peer.py --postflop-solver DIR [--spots river turn] [--turn-iterations 100]
+    python bench/peers/postflop_peer.py --postflop-solver DIR --spots turn_sizes --cfrjax-rules --append
 
 Offline builds: cargo must find the crates postflop-solver needs (regex, once_cell, rayon).
 `--cargo-source-dir DIR` writes `.cargo/config.toml` in the build directory replacing
@@ -16,21 +17,28 @@ version requirements must then be ones that directory satisfies. `--rustflags` i
 RUSTFLAGS (a current rustc needs `-A dangerous_implicit_autorefs` for its sources).
 
 What it runs (the driver's header has the details): the spot of a cfrjax spec (board, pot,
-stack - pot/2 behind, bet fractions as "%" sizes, no raises, no all-in added or forced, full
-ranges), N iterations of postflop-solver's DCFR (alternating, float32, its own discounting) on
+stack - pot/2 behind, full ranges, its bet sizes as postflop-solver's strings: fractions as
+"%" sizes, or the spec's `[betting]` strings per street and player with donk sizes and the
+all-in / merging thresholds; raises only where the spec has no raise cap, postflop-solver has
+none), N iterations of postflop-solver's DCFR (alternating, float32, its own discounting) on
 1 and 2 threads; then the same spot in cfrjax's public-tree form on the CPU (CFR+ and DCFR,
 float32 iterations as cfrjax runs them by default, evaluated in float64).
+
+Spots (`SPOTS`): `river` (`hunl_river_full`), `turn` (`hunl_turn_full`), and `turn_sizes`
+(`spots/hunl_turn_sizes.toml`, not shipped: bets "50%, 100%", raises "2.5x", add-all-in
+threshold 1.5, full ranges on the turn Ks Js Th 7d, pot 20, 100 behind).
 
 Units: postflop-solver's `compute_exploitability` is (BR_OOP + BR_IP)/2 in chips (cfrjax's
 `exploitability`); `compute_current_ev` already subtracts the half pot; the per-hand
 `expected_values` after `finalize` include the half pot each player put in (subtract pot/2:
 10 for pot 20). Its player 0 is OOP, the first to act: cfrjax's player 0.
 
-Same-game check (river): the driver dumps postflop-solver's average strategy; it is loaded
-into cfrjax's public form (nodes matched by betting history, hands by their two cards) and
-evaluated there in float64: its value and both best-response values must equal
-postflop-solver's own (float32) numbers within `tol_chips` (default 1e-5 chips = 5e-7 of the
-pot). Why that tolerance: its values are float32 sums over the 1,081 x 1,081 hand pairs
+Same-game check (`CHECK_SPOTS`: river and turn_sizes): the driver dumps postflop-solver's average
+strategy; it is loaded into cfrjax's public form (nodes matched by betting history, action
+names and amounts, hands by their two cards) and evaluated there in float64: its value and
+both best-response values must equal postflop-solver's own (float32) numbers within
+`tol_chips` (default 1e-5 chips = 5e-7 of the pot). Every node and action must match, so
+the check also says the two trees are the same. Why that tolerance: its values are float32 sums over the 1,081 x 1,081 hand pairs
 (terms up to 110 chips, normalized by ~1.1M combinations), and its per-hand EVs carry the
 half pot (10 chips, float32 ulp ~1e-6); measured gaps are ~4e-8 chips (values, best
 responses) and ~1.4e-7 (value through `expected_values`), so 1e-5 leaves room for other
@@ -53,7 +61,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DRIVER_SRC = os.path.join(HERE, "postflop_driver")
 DEFAULT_BUILD = os.path.join(os.path.expanduser("~"), ".cache", "cfrjax-peers", "postflop-driver")
-SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full"}
+SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full", "turn_sizes": "hunl_turn_sizes"}
+#: Spots whose spec is not shipped with cfrjax: spec name -> file.
+SPEC_FILES = {"hunl_turn_sizes": os.path.join(HERE, "spots", "hunl_turn_sizes.toml")}
+#: Spots whose 1-thread run dumps its strategy for the same-game check.
+CHECK_SPOTS = ("river", "turn_sizes")
 
 sys.path.insert(0, HERE)
 from public_policy import evaluate, history_code, policy_from_nodes  # noqa: E402  (shared with texassolver_peer)
@@ -127,30 +139,58 @@ def solver_version(solver_dir: str) -> dict:
 
 # ---------------------------------------------------------------- the spot
 
+def spec_file(spec_name: str) -> str:
+    """The spec file of a spot: `SPEC_FILES`, else the shipped `cfrjax/specs/<name>.toml`."""
+    return SPEC_FILES.get(spec_name) or os.path.join(ROOT, "cfrjax", "specs", spec_name + ".toml")
+
+
 def spot_of_spec(spec_name: str) -> dict:
-    """Driver arguments for a shipped cfrjax poker spec, after checking the spec is one the
-    driver can build (full ranges, no raises)."""
-    import tomllib
-    path = os.path.join(ROOT, "cfrjax", "specs", spec_name + ".toml")
-    with open(path, "rb") as f:
-        t = tomllib.load(f)
-    b, r = t.get("betting", {}), t.get("ranges", {})
+    """Driver arguments for a cfrjax poker spec (`spec_file`), after checking the spec is one
+    the driver can build: full ranges, whole chips, raises only without a raise cap.
+
+    `bets` / `raises`: the sizes of player 0 on the spot's first street (postflop-solver's
+    strings); `sizes_at`: `(street, player, bets, raises)` of every other cell that differs;
+    `donk`: street -> donk sizes; `thresholds`: the non-zero all-in / merging thresholds."""
+    from cfrjax.games.poker import load_poker_config
+    from cfrjax.games.poker.betting import PLAYERS, STREETS, THRESHOLDS
+    path = spec_file(spec_name)
+    cfg = load_poker_config(path)
+    rules = cfg.bet_sizes
     problems = []
-    if r.get("range0", "any") != "any" or r.get("range1", "any") != "any":
+    if cfg.random_hands is not None or any(r not in (None, "any") for r in (cfg.range0, cfg.range1)):
         problems.append("ranges are not full")
-    if b.get("raise_cap", 0) != 0:
-        problems.append("raises allowed")
+    if cfg.raise_cap not in (0, None):
+        problems.append(f"raise_cap {cfg.raise_cap} (postflop-solver caps raises only by the stack)")
+    if cfg.pot != int(cfg.pot) or cfg.stack - cfg.pot / 2 != int(cfg.stack - cfg.pot / 2):
+        problems.append("pot or stack behind not whole chips")
     if problems:
         raise ValueError(f"{spec_name}: {', '.join(problems)}: not the driver's spot")
-    pot, stack = int(t["pot"]), int(t["stack"])
-    return dict(spec=spec_name, board=t["board"], pot=pot, stack=stack, behind=stack - pot // 2,
-                bets=",".join(f"{100 * x:g}%" for x in b["bet_fractions"]), spec_path=os.path.relpath(path, ROOT))
+    text = lambda sizes: ",".join(str(x) for x in sizes)  # noqa: E731
+    cells = {(s, p): (text(rules.bets[2 * STREETS.index(s) + k]),
+                      "" if cfg.raise_cap == 0 else text(rules.raises[2 * STREETS.index(s) + k]))
+             for s in cfg.streets for k, p in enumerate(PLAYERS)}
+    bets, raises = cells[(cfg.street, "oop")]
+    pot, behind = int(cfg.pot), int(cfg.stack - cfg.pot / 2)
+    return dict(spec=spec_name, board=cfg.board, pot=pot, stack=int(cfg.stack), behind=behind, bets=bets,
+                raises=raises, sizes_at=[[s, p, *c] for (s, p), c in cells.items() if c != (bets, raises)],
+                donk={s: text(rules.donks[STREETS.index(s)]) for s in cfg.streets
+                      if s != "flop" and rules.donks[STREETS.index(s)] is not None},
+                thresholds={k: getattr(rules, k) for k in THRESHOLDS if getattr(rules, k)},
+                spec_path=os.path.relpath(path, ROOT))
 
 
 def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | None = None,
                eval_every: int = 0) -> dict:
     cmd = [exe, "--board", spot["board"], "--pot", str(spot["pot"]), "--stack", str(spot["behind"]),
            "--bets", spot["bets"], "--iterations", str(iterations), "--threads", str(threads)]
+    if spot.get("raises"):
+        cmd += ["--raises", spot["raises"]]
+    for cell in spot.get("sizes_at", ()):
+        cmd += ["--sizes-at", *cell]
+    for street, sizes in spot.get("donk", {}).items():
+        cmd += [f"--{street}-donk", sizes]
+    for k, v in spot.get("thresholds", {}).items():
+        cmd += ["--" + k.replace("_", "-"), repr(float(v))]
     if eval_every:
         cmd += ["--eval-every", str(eval_every)]
     if dump:
@@ -159,7 +199,7 @@ def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | 
     if out.returncode != 0:
         raise RuntimeError(f"driver failed: {out.stderr.strip()[-1000:]}")
     rec = json.loads(out.stdout.strip().splitlines()[-1])
-    rec["command"] = " ".join(["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c else c for c in cmd[1:]])
+    rec["command"] = " ".join(["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c or not c else c for c in cmd[1:]])
     return rec
 
 
@@ -171,10 +211,16 @@ def _code(history: list[str]) -> str:
 
 
 def strategy_to_cfrjax(game, dump_path: str) -> np.ndarray:
-    """postflop-solver's dumped average strategy as a cfrjax public-form policy `[S, H]` (float64)."""
+    """postflop-solver's dumped average strategy as a cfrjax public-form policy `[S, H]` (float64).
+    Its action "allin X" is cfrjax's "all-in X" (both: street total X)."""
+    def node(line):
+        n = json.loads(line)
+        n["actions"] = [a.replace("allin ", "all-in ") for a in n["actions"]]
+        return n
+
     with open(dump_path) as f:
         head = json.loads(f.readline())
-        return policy_from_nodes(game, head["hands"], (json.loads(line) for line in f), peer="postflop-solver")
+        return policy_from_nodes(game, head["hands"], (node(line) for line in f), peer="postflop-solver")
 
 
 def same_game_check(game, rec: dict, dump_path: str, tol_chips: float = 1e-5) -> dict:
@@ -200,7 +246,7 @@ def cfrjax_spot(spec_name: str, rule: str, iterations: int, repeats: int, dtype:
     sys.path.insert(0, os.path.dirname(HERE))
     from common import environment, time_solve
     t0 = time.perf_counter()
-    game = cfrjax.load_game(spec_name)
+    game = cfrjax.load_game(spec_file(spec_name))
     build_s = time.perf_counter() - t0
     state = cfrjax.init(game, rule=rule, dtype=dtype)
     t = time_solve(game, state, iterations, repeats=repeats)
@@ -230,8 +276,9 @@ def compare_main(args) -> int:
 
 def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000, turn_iterations=100,
             threads=(1, 2), cargo_source_dir=None, rustflags=None, build_dir=DEFAULT_BUILD,
-            cfrjax_rules=("cfr+", "dcfr")) -> int:
-    cmd = "python bench/compare.py --peers postflop --postflop-solver DIR"
+            cfrjax_rules=("cfr+", "dcfr"), append=False,
+            cmd="python bench/compare.py --peers postflop --postflop-solver DIR") -> int:
+    """Run the spots; `append`: add the records to `out_path` instead of rewriting it."""
     exe, why = build_driver(solver_dir, build_dir, cargo_source_dir, rustflags)
     records = skipped_records("postflop-solver", "postflop", exe, why, cmd)
     failed = False
@@ -239,13 +286,14 @@ def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000
     for spot_name, spec, spot, T in spot_runs(spots, river_iterations, turn_iterations):
         if exe:
             for th in threads:
-                dump = f"/tmp/cfrjax_postflop_{spot_name}_{os.getpid()}.jsonl" if (spot_name == "river" and th == 1) \
-                    else None
+                dump = f"/tmp/cfrjax_postflop_{spot_name}_{os.getpid()}.jsonl" \
+                    if (spot_name in CHECK_SPOTS and th == 1) else None
                 rec = run_driver(exe, spot, T, th, dump=dump)
                 rec.update(backend="postflop-solver", spot=spec, form="its own tree (range vectors, float32)",
                            device=f"CPU ({os.cpu_count()} cores), {th} thread" + ("s" if th > 1 else ""),
                            versions=vers, pot=spot["pot"], board=spot["board"], behind=spot["behind"],
                            bets=spot["bets"],
+                           **{k: spot[k] for k in ("raises", "sizes_at", "donk", "thresholds") if spot.get(k)},
                            value_cfrjax_convention=rec["expected_value_with_bias"][0] - spot["pot"] / 2,
                            units="exploitability: (BR_OOP+BR_IP)/2 chips; current_ev: pot/2 subtracted; "
                                  "expected_value_with_bias: includes pot/2 (subtract it for cfrjax's value)")
@@ -257,7 +305,7 @@ def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000
                     records.append(chk)
                     failed |= not chk["ok"]
         records += cfrjax_arm(spec, spot_name, cfrjax_rules, T)
-    write_records(out_path, records, "postflop")
+    write_records(out_path, records, "postflop", append=append)
     return 1 if failed else 0
 
 
@@ -293,17 +341,17 @@ def check_record(check, spec, rec, dump, cmd, label, **kw) -> dict:
     that wrote `dump`) as a record with the command, printed; the dump is removed."""
     import cfrjax
 
-    chk = check(cfrjax.load_game(spec), rec, dump, **kw)
+    chk = check(cfrjax.load_game(spec_file(spec)), rec, dump, **kw)
     chk["command"] = cmd
     print(f"{label} check:", json.dumps(chk), flush=True)
     os.remove(dump)
     return chk
 
 
-def write_records(out_path, records, label) -> None:
-    """The run's records as JSONL (one file per peer, rewritten by each run)."""
+def write_records(out_path, records, label, append=False) -> None:
+    """The run's records as JSONL (one file per peer, rewritten by each run; `append`: added)."""
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
-    with open(out_path, "w") as f:
+    with open(out_path, "a" if append else "w") as f:
         for r in records:
             f.write(json.dumps(r, default=float) + "\n")
     print(f"{label}: {len(records)} records -> {out_path}", flush=True)
@@ -321,11 +369,14 @@ def main(argv=None) -> int:
     ap.add_argument("--cargo-source-dir", default=None, help="directory source replacing crates.io (offline)")
     ap.add_argument("--rustflags", default="-A dangerous_implicit_autorefs")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "peers_postflop_cpu.jsonl"))
+    ap.add_argument("--append", action="store_true", help="add the records to --out instead of rewriting it")
     a = ap.parse_args(argv)
     import jax
     jax.config.update("jax_enable_x64", True)
+    cmd = "python bench/peers/postflop_peer.py " + " ".join(
+        "DIR" if x == a.postflop_solver else x for x in (sys.argv[1:] if argv is None else argv))
     return run_arm(a.postflop_solver, a.out, a.spots, a.river_iterations, a.turn_iterations, tuple(a.threads),
-                   a.cargo_source_dir, a.rustflags, a.build_dir, tuple(a.cfrjax_rules))
+                   a.cargo_source_dir, a.rustflags, a.build_dir, tuple(a.cfrjax_rules), a.append, cmd)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,9 @@ solver's dump into decision nodes; this module matches them to cfrjax's public n
 betting history and the hands by their two cards, and evaluates the policy.
 
 A node, as the arms give it: `history` (action labels from the root, postflop-solver's
-spelling: "check", "call", "fold", "bet 10", "deal 2c"), `player` (cfrjax's numbering: 0 is
-OOP, the first to act), `actions` (labels, cfrjax's spelling: "check", "bet 10", "call",
-"fold"), `strategy` (array `[len(actions), H]`, columns in the order of `hands[player]`).
+spelling: "check", "call", "fold", "bet 10", "raise 25", "allin 100", "deal 2c"), `player`
+(cfrjax's numbering: 0 is OOP, the first to act), `actions` (labels, cfrjax's spelling:
+"check", "bet 10", "raise 25", "all-in 100", "call", "fold"), `strategy` (array `[len(actions), H]`, columns in the order of `hands[player]`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,16 @@ import numpy as np
 
 
 def history_code(history: list[str]) -> str:
-    """Action labels from the root -> cfrjax public node code ('k.b10', 'k.k/2s/k.b20')."""
+    """Action labels from the root -> cfrjax public node code ('k.b10', 'k.k/2s/k.b20'); a bet,
+    raise or all-in to street total X ("bet 10", "raise 25", "allin 100", "all-in 100") is bX."""
     tok = {"check": "k", "call": "c", "fold": "f"}
     code = ""
     for lab in history:
         if lab.startswith("deal "):
             code += f"/{lab[5:]}/"
             continue
-        t = tok.get(lab) or ("b" + lab.split()[1] if lab.startswith("bet ") else None)
+        word = lab.split()[0]
+        t = tok.get(lab) or ("b" + lab.split()[1] if word in ("bet", "raise", "allin", "all-in") else None)
         if t is None:
             raise ValueError(f"action {lab!r} has no cfrjax code")
         code += ("." if code and not code.endswith("/") else "") + t

@@ -229,6 +229,9 @@ def spot_of_spec(spec_name: str) -> dict:
     """The TexasSolver settings of a shipped cfrjax poker spec (full ranges, no raises):
     postflop-solver's spot (the same checks), bet sizes without '%' and the streets played."""
     spot = postflop_peer.spot_of_spec(spec_name)
+    if any(spot[k] for k in ("raises", "sizes_at", "donk", "thresholds")):
+        raise ValueError(f"{spec_name}: raises, per-street sizes or thresholds: not the TexasSolver arm's spot "
+                         "(its script gives bet sizes only)")
     board = spot["board"].split()
     return dict(spot, board=" ".join(board), bets=spot["bets"].replace("%", ""),
                 streets=["flop", "turn", "river"][len(board) - 3:])

@@ -1,6 +1,7 @@
 """Native HUNL river/turn subgames: cards, hand evaluation, ranges, deals, tree building.
 
 Modules (data flows config -> builders; no cycles): `cards`, `evaluator`, `ranges`;
+`betting` (bet-size strings per street and player, `BetSizes`);
 `config` (`PokerSubgameSpec`); `deals` (deals, deal weights, `set_root_ranges`);
 `subgame` (tabular form: `build_spec`); `libratus` and `toml` (spec files -> config);
 `strategy` (table export).
@@ -17,6 +18,7 @@ from cfrjax.games.poker.evaluator import CATEGORY_NAMES, evaluate, hand_category
 from cfrjax.games.poker.libratus import load_libratus_endgame, read_libratus_file
 from cfrjax.games.poker.ranges import (
     parse_range, random_ranges, range_from_hands, resolve_range, token_mask, top_n, weights_from_array)
+from cfrjax.games.poker.betting import BetSizes
 from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec, starting_pot
 from cfrjax.games.poker.deals import (
     deal_probabilities, deals_from_support, root_deals, root_ranges, set_root_ranges, subgame_deals)
@@ -26,7 +28,7 @@ from cfrjax.games.poker.strategy import (
     read_strategy_csv, read_strategy_json, strategy_table, write_strategy_csv, write_strategy_json)
 
 __all__ = [
-    "ALLIN", "KEY_FIELDS", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
+    "ALLIN", "BetSizes", "KEY_FIELDS", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
     "PokerSpecError", "PokerSubgameSpec", "board_str", "build_spec", "card_id", "card_str", "combo_index",
     "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "deal_probabilities",
     "deals_from_support", "evaluate",

@@ -2,6 +2,12 @@
 how it is compiled: `subgame.build_spec` (tabular form, one tree copy per deal) and
 `public.build_public` (public form, vectors over hands) both start from it, and
 `libratus` / `toml` produce it. It imports neither builder (no import cycles).
+
+Bet sizes come one of two ways: `bet_fractions` / `raise_fractions` / `raise_cap` (pot
+fractions shared by both players and every street, exact amounts), or `betting`, the
+solvers' size strings per street and per player (`"33%, 75%, a"`, `"2.5x"`, `e`, donk
+sizes, all-in thresholds, merging; `cfrjax.games.poker.betting`). Either way the spec's
+`bet_sizes` is the one `BetSizes` the betting tree is built from.
 """
 
 from __future__ import annotations
@@ -13,10 +19,14 @@ from typing import Any, Mapping
 import numpy as np
 
 from cfrjax.forms import starting_pot  # noqa: F401  (re-exported: a poker notion, read from any form)
+from cfrjax.games.poker.betting import STREETS, BetSizes
 from cfrjax.games.poker.cards import PokerSpecError, board_str, parse_board
 from cfrjax.games.poker.ranges import random_ranges, resolve_range
 
 ALLIN = "allin"
+DEFAULT_BET_FRACTIONS = (0.5, 1.0)
+#: `raise_cap`'s default: 0 (no raises) with `bet_fractions`, unlimited with `betting`.
+AUTO = "auto"
 
 
 def _norm_size(f, what: str):
@@ -59,9 +69,11 @@ class PokerSubgameSpec:
         normalized. Flop spots compile to the public form only.
       pot: chips in the pot at the start of the subgame (both players put in half).
       stack: each player's stack at the start of the hand (includes the half-pot).
-      bet_fractions: sizes of a first bet on a street, pot fractions or "allin".
+      bet_fractions: sizes of a first bet on a street, pot fractions or "allin"
+        (default (0.5, 1.0) unless `betting` is given).
       raise_fractions: sizes of raises; `None` = same as `bet_fractions`.
-      raise_cap: raises allowed per street; 0 = none, `None` = unlimited.
+      raise_cap: raises allowed per street; 0 = none, `None` = unlimited; default
+        ("auto"): 0 with `bet_fractions`, unlimited with `betting` (the solvers' way).
       range0, range1: range descriptions (`ranges.resolve_range`): a range string,
         a hand->weight mapping, a list of hands, or 1,326 weights in combo order;
         `None` = every live combo with weight 1 (unless `random_hands` is set).
@@ -70,20 +82,26 @@ class PokerSubgameSpec:
       seed: seed of `random_hands`.
       name: name of the built GameSpec.
       source: extra JSON-able provenance copied into `GameSpec.source["poker"]`.
+      betting: bet sizes as the solvers write them, per street and per player: the
+        `[betting]` table of a spec file as a mapping (e.g. `{"bet": "50%, 100%",
+        "raise": "2.5x", "river": {"ip": {"bet": "33%, a"}}}`, keys in
+        `cfrjax.games.poker.betting`) or a `BetSizes`; stored as a `BetSizes`. Excludes
+        `bet_fractions` / `raise_fractions`.
     """
 
     board: Any
     pot: float = 20.0
     stack: float = 100.0
-    bet_fractions: tuple = (0.5, 1.0)
+    bet_fractions: tuple | None = None
     raise_fractions: tuple | None = None
-    raise_cap: int | None = 0
+    raise_cap: int | None | str = AUTO
     range0: Any = None
     range1: Any = None
     random_hands: int | None = None
     seed: int = 0
     name: str = "poker_subgame"
     source: Any = None
+    betting: Any = None
 
     def __post_init__(self):
         cards = parse_board(self.board)
@@ -103,17 +121,26 @@ class PokerSubgameSpec:
             raise PokerSpecError(f"stack {self.stack} must be a finite number >= 0 (negative stacks are not allowed)")
         if self.stack < self.pot / 2:
             raise PokerSpecError(f"stack {self.stack} is below the half-pot {self.pot / 2} each player already put in")
-        if isinstance(self.bet_fractions, (str, int, float)):
-            object.__setattr__(self, "bet_fractions", (self.bet_fractions,))
-        bets = tuple(_norm_size(f, "bet_fractions") for f in self.bet_fractions)
-        object.__setattr__(self, "bet_fractions", bets)
-        if self.raise_fractions is not None:
-            rf = self.raise_fractions
-            if isinstance(rf, (str, int, float)):
-                rf = (rf,)
-            object.__setattr__(self, "raise_fractions", tuple(_norm_size(f, "raise_fractions") for f in rf))
+        if self.betting is not None:
+            if self.bet_fractions is not None or self.raise_fractions is not None:
+                raise PokerSpecError("give bet sizes either as betting strings (bet, raise, ...) or as "
+                                     "bet_fractions/raise_fractions, not both")
+            if not isinstance(self.betting, BetSizes):
+                object.__setattr__(self, "betting", BetSizes.parse(self.betting))
+        else:
+            bf = DEFAULT_BET_FRACTIONS if self.bet_fractions is None else self.bet_fractions
+            if isinstance(bf, (str, int, float)):
+                bf = (bf,)
+            object.__setattr__(self, "bet_fractions", tuple(_norm_size(f, "bet_fractions") for f in bf))
+            if self.raise_fractions is not None:
+                rf = self.raise_fractions
+                if isinstance(rf, (str, int, float)):
+                    rf = (rf,)
+                object.__setattr__(self, "raise_fractions", tuple(_norm_size(f, "raise_fractions") for f in rf))
+        if isinstance(self.raise_cap, str) and self.raise_cap == AUTO:
+            object.__setattr__(self, "raise_cap", None if self.betting is not None else 0)
         if self.raise_cap is not None:
-            if isinstance(self.raise_cap, bool) or int(self.raise_cap) != self.raise_cap or self.raise_cap < 0:
+            if isinstance(self.raise_cap, (bool, str)) or int(self.raise_cap) != self.raise_cap or self.raise_cap < 0:
                 raise PokerSpecError(f"raise_cap {self.raise_cap!r} must be an integer >= 0 or None (unlimited)")
             object.__setattr__(self, "raise_cap", int(self.raise_cap))
         if self.random_hands is not None:
@@ -138,8 +165,34 @@ class PokerSubgameSpec:
         return {3: "flop", 4: "turn", 5: "river"}[len(self.board.split())]
 
     @property
-    def raise_sizes(self) -> tuple:
+    def raise_sizes(self) -> tuple | None:
+        """The raise fractions (`bet_fractions` unless `raise_fractions` is given); `None`
+        when the sizes are `betting` strings."""
         return self.bet_fractions if self.raise_fractions is None else self.raise_fractions
+
+    @property
+    def bet_sizes(self) -> BetSizes:
+        """The betting rules the tree is built from: `betting`, or the fractions as exact
+        pot-fraction sizes on every street (`BetSizes.from_fractions`)."""
+        if self.betting is not None:
+            return self.betting
+        return BetSizes.from_fractions(self.bet_fractions, self.raise_sizes)
+
+    @property
+    def streets(self) -> tuple:
+        """The streets played in the subgame, e.g. ("turn", "river")."""
+        return STREETS[STREETS.index(self.street):]
+
+    def betting_meta(self) -> dict:
+        """The bet-size settings for a built game's `source["poker"]`: `bet_fractions`,
+        `raise_fractions`, `raise_cap` as before, and `betting` (per street and player,
+        `BetSizes.to_json`) when the sizes are strings."""
+        out = {"bet_fractions": None if self.bet_fractions is None else list(self.bet_fractions),
+               "raise_fractions": None if self.raise_sizes is None else list(self.raise_sizes),
+               "raise_cap": self.raise_cap}
+        if self.betting is not None:
+            out["betting"] = self.betting.to_json(self.streets)
+        return out
 
     def ranges(self) -> tuple[np.ndarray, np.ndarray]:
         """Both players' `[1326]` weights after card removal against the board."""

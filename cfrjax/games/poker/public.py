@@ -101,6 +101,7 @@ class _Stage:
     labels: list            # [n] action names
     tot: list               # [n] street totals (t0, t1)
     allin: np.ndarray       # [n] bool, a chance node after an all-in was called
+    oop_call: np.ndarray    # [n] bool, a chance node after player 0 called (donk sizes next)
     levels: tuple           # level offsets
     fanout: tuple           # the most children per level
     terms: tuple            # a level holds terminals or chance nodes (leaves of the stage)
@@ -115,7 +116,7 @@ class _Stage:
 def _stage(trees: list) -> _Stage:
     """Lay out `trees` (`subgame._Tree`s; one with a `dealt` list carries the card dealt
     above each node) breadth-first, roots first."""
-    parent, kind, root, fold, sd, codes, labels, tot, allin, dealt = [], [], [], [], [], [], [], [], [], []
+    parent, kind, root, fold, sd, codes, labels, tot, allin, oop_call, dealt = [], [], [], [], [], [], [], [], [], [], []
     for r, t in enumerate(trees):
         off = len(parent)
         seen = {}
@@ -129,6 +130,7 @@ def _stage(trees: list) -> _Stage:
             labels.append(tuple(t.labels[i]))
             tot.append(tuple(t.tot[i]))
             allin.append(bool(t.allin[i]))
+            oop_call.append(bool(t.oop_call[i]))
             dealt.append(t.dealt[i] if hasattr(t, "dealt") else _NO_CARD)
             if t.parent[i] >= 0:
                 if t.action[i] != seen.get(t.parent[i], 0):
@@ -162,7 +164,8 @@ def _stage(trees: list) -> _Stage:
     return _Stage(
         parent=par, child_start=child_start, kind=k, fold=np.array(fold)[order], sd=np.array(sd)[order],
         root=np.array(root, np.int64)[order], codes=[codes[o] for o in order], labels=[labels[o] for o in order],
-        tot=[tot[o] for o in order], allin=np.array(allin, bool)[order], levels=levels,
+        tot=[tot[o] for o in order], allin=np.array(allin, bool)[order],
+        oop_call=np.array(oop_call, bool)[order], levels=levels,
         fanout=tuple(int(nchild[lo:hi].max(initial=0)) for lo, hi in spans),
         terms=tuple(bool((k[lo:hi] >= CHANCE).any()) for lo, hi in spans), new=new,
         dealt=np.array(dealt, np.int64)[order])
@@ -182,11 +185,12 @@ def _strengths(cfg: PokerSubgameSpec, hands: np.ndarray, extra: np.ndarray):
     return np.where(live, evaluate(cards7.reshape(B * H, 7)).reshape(B, H), -1), live
 
 
-def _river_tree(cfg: PokerSubgameSpec, tot: tuple, allin: bool) -> _Tree:
-    """The river below a street end with street totals `tot`: its betting tree, or a lone
-    showdown after a called all-in."""
+def _river_tree(cfg: PokerSubgameSpec, tot: tuple, allin: bool, oop_called: bool) -> _Tree:
+    """The river below a street end with street totals `tot` (`oop_called`: the street
+    ended with player 0 calling, for donk sizes): its betting tree, or a lone showdown
+    after a called all-in."""
     if not allin:
-        return _street_tree(cfg, tot[0], last=True)
+        return _street_tree(cfg, tot[0], last=True, street="river", oop_called=bool(oop_called))
     sub = _Tree()
     sub.add(-1, -1, TERMINAL, "", tot, sd=cfg.pot / 2 + tot[0])
     return sub
@@ -198,15 +202,17 @@ def _flop_trunk(cfg: PokerSubgameSpec, rest: np.ndarray):
     all-in, a river-dealing leaf). Returns `(trunk stage, root_chance [G, R], the R river
     trees, turn cards [G])`: `root_chance[g, k]` is the trunk leaf that deals the river
     after turn card `g` on the `k`-th line, in the same order for every card."""
-    flop = _street_tree(cfg, 0.0, last=False)
+    flop = _street_tree(cfg, 0.0, last=False, street="flop")
     tree = _Tree()
     tree.dealt = []
     for i in range(len(flop)):
         tree.add(flop.parent[i], flop.action[i], flop.kind[i], flop.code[i], flop.tot[i], flop.labels[i],
-                 fold=flop.fold[i], sd=flop.sd[i], allin=flop.allin[i])
+                 fold=flop.fold[i], sd=flop.sd[i], allin=flop.allin[i], oop_call=flop.oop_call[i])
         tree.dealt.append(_NO_CARD)
     ends = [c for c in range(len(flop)) if flop.kind[c] == CHANCE]
-    turns = {c: None if flop.allin[c] else _street_tree(cfg, flop.tot[c][0], last=False) for c in ends}
+    turns = {c: None if flop.allin[c] else
+             _street_tree(cfg, flop.tot[c][0], last=False, street="turn", oop_called=bool(flop.oop_call[c]))
+             for c in ends}
     leaves, subs = [], []
     for g, card in enumerate(rest):
         row = []
@@ -217,18 +223,18 @@ def _flop_trunk(cfg: PokerSubgameSpec, rest: np.ndarray):
                 row.append(tree.add(c, g, CHANCE, prefix, flop.tot[c], allin=True))
                 tree.dealt.append(int(card))
                 if g == 0:
-                    subs.append(_river_tree(cfg, flop.tot[c], True))
+                    subs.append(_river_tree(cfg, flop.tot[c], True, False))
                 continue
             off = len(tree)
             for i in range(len(t)):
                 tree.add(c if t.parent[i] < 0 else off + t.parent[i], g if t.parent[i] < 0 else t.action[i],
                          t.kind[i], prefix + t.code[i], t.tot[i], t.labels[i], fold=t.fold[i], sd=t.sd[i],
-                         allin=t.allin[i])
+                         allin=t.allin[i], oop_call=t.oop_call[i])
                 tree.dealt.append(int(card))
                 if t.kind[i] == CHANCE:
                     row.append(off + i)
                     if g == 0:
-                        subs.append(_river_tree(cfg, t.tot[i], t.allin[i]))
+                        subs.append(_river_tree(cfg, t.tot[i], t.allin[i], t.oop_call[i]))
         leaves.append(row)
     stage = _stage([tree])
     return stage, stage.new[np.array(leaves, np.int64)], subs, rest
@@ -312,16 +318,16 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         board_group = np.repeat(np.arange(groups), [r.size for r in rivers])
         chance_reach = 1.0 / (FLOP_TURN_CARDS * RIVER_CARDS)
     elif turn:
-        first = _street_tree(cfg, 0.0, last=False)
+        first = _street_tree(cfg, 0.0, last=False, street="turn")
         trunk = _stage([first])
         chance = np.flatnonzero(trunk.kind == CHANCE)
-        forest = _stage([_river_tree(cfg, trunk.tot[c], trunk.allin[c]) for c in chance])
+        forest = _stage([_river_tree(cfg, trunk.tot[c], trunk.allin[c], trunk.oop_call[c]) for c in chance])
         extra = rest[:, None]
         chance_reach = 1.0 / RIVER_CARDS
         root_chance = chance
     else:   # no trunk: the forest is the river tree, fed by the ranges
         trunk = _stage([])
-        forest = _stage([_street_tree(cfg, 0.0, last=True)])
+        forest = _stage([_street_tree(cfg, 0.0, last=True, street="river")])
         extra = np.zeros((1, 0), np.int64)
         chance_reach = 1.0
         root_chance = np.zeros(1, np.int64)
@@ -425,8 +431,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                           "levels": np.array(trunk.levels + (-1,) + forest.levels)})
     meta = {
         "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack,
-        "bet_fractions": list(cfg.bet_fractions), "raise_fractions": list(cfg.raise_sizes),
-        "raise_cap": cfg.raise_cap, "random_hands": cfg.random_hands, "seed": cfg.seed,
+        **cfg.betting_meta(), "random_hands": cfg.random_hands, "seed": cfg.seed,
         "form": "public", "hands": int(H), "boards": int(B), "public_nodes": int(n1 + B * forest.size),
         "decision_nodes": int(I), "terminals": terminals,
         "support": [int(np.count_nonzero(weights[0] > 0)), int(np.count_nonzero(weights[1] > 0))],

@@ -19,6 +19,10 @@ The construction follows the paper's appendix A ("HUNL Subgame Construction"):
   two fractions both capped at all-in) are one action. `raise_cap` raises per street
   (`0`: no raises, `None`: unlimited, the stack ends them). Facing an all-in, only
   fold and call remain, and after an all-in is called no later street has betting.
+  With `betting` strings the sizes are per street and player (`2.5x`, `e`, donk
+  sizes, all-in thresholds, merging) in whole chips, exactly as postflop-solver
+  builds its tree (`cfrjax.games.poker.betting`); the node's sizes and amounts come
+  from `config.bet_sizes` either way.
   `stack` is each player's stack at the start of the hand, of which `pot / 2` is
   already in the pot, so the most a player can add in the subgame is
   `stack - pot / 2`.
@@ -65,7 +69,7 @@ import numpy as np
 from cfrjax.games.poker.cards import (
     CARD_NAMES, COMBOS, NUM_COMBOS, PokerSpecError, board_str, combo_str, combos_conflict, parse_board)
 from cfrjax.games.poker.evaluator import evaluate
-from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec
+from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.deals import subgame_deals
 from cfrjax.spec import CHANCE, PLAYER0, PLAYER1, TERMINAL, GameSpec
 
@@ -88,8 +92,10 @@ class _Tree:
     def __init__(self):
         self.parent, self.action, self.kind, self.code = [], [], [], []
         self.labels, self.tot, self.fold, self.sd, self.allin = [], [], [], [], []
+        self.oop_call = []   # CHANCE nodes: the street ended with player 0 calling
 
-    def add(self, parent, action, kind, code, tot, labels=(), fold=0.0, sd=0.0, allin=False) -> int:
+    def add(self, parent, action, kind, code, tot, labels=(), fold=0.0, sd=0.0, allin=False,
+            oop_call=False) -> int:
         self.parent.append(parent)
         self.action.append(action)
         self.kind.append(kind)
@@ -99,52 +105,60 @@ class _Tree:
         self.fold.append(fold)
         self.sd.append(sd)
         self.allin.append(allin)
+        self.oop_call.append(oop_call)
         return len(self.parent) - 1
 
     def __len__(self):
         return len(self.parent)
 
 
-def _street_tree(cfg: PokerSubgameSpec, start: float, last: bool) -> _Tree:
+def _street_tree(cfg: PokerSubgameSpec, start: float, last: bool, street: str | None = None,
+                 oop_called: bool = False) -> _Tree:
     """Betting on one street, both players having committed `start` so far.
 
     Node 0 is player 0's first decision. Street ends become showdown terminals on the
-    last street and CHANCE nodes (deal the next card) otherwise.
+    last street and CHANCE nodes (deal the next card) otherwise; a CHANCE node records
+    whether the street ended with player 0 calling (`_Tree.oop_call`), which the next
+    street takes as `oop_called`.
+
+    Args:
+      street: "flop", "turn" or "river": which street's sizes apply and how many
+        streets a geometric size `e` spans (3, 2, 1). Default: "river" if `last` else
+        "turn" (a flop must say so).
+      oop_called: the previous street ended with player 0 calling (player 1 was its
+        aggressor): player 0's first bet here uses the street's donk sizes, if any.
     """
+    street = street or ("river" if last else "turn")
     half = cfg.pot / 2
     behind = cfg.stack - half                     # most a player can commit in the subgame
     cap = cfg.raise_cap
+    rules = cfg.bet_sizes
     tree = _Tree()
 
-    def targets(t, p, sizes):
-        me, opp = t[p], t[1 - p]
-        pot = cfg.pot + t[0] + t[1]
-        out = []
-        for f in sizes:
-            tgt = behind if f == ALLIN else min(behind, opp + f * (pot + (opp - me)))
-            if tgt > opp + 1e-9 and all(abs(tgt - x) > 1e-9 for x in out):
-                out.append(tgt)
-        return sorted(out)
+    def targets(t, p, facing, nbets, donk=False):
+        sizes = rules.options(street, p, facing=facing, donk=donk)
+        return rules.targets(sizes, street=street, pot=cfg.pot, t=t, player=p, start=start, behind=behind,
+                             nbets=nbets)
 
     def join(code, a):
         return a if not code else code + "." + a
 
-    def end(parent, action, code, t):
+    def end(parent, action, code, t, oop_call=False):
         if last:
             tree.add(parent, action, TERMINAL, code, t, sd=half + t[0])
         else:
-            tree.add(parent, action, CHANCE, code, t, allin=t[0] >= behind - 1e-9)
+            tree.add(parent, action, CHANCE, code, t, allin=t[0] >= behind - 1e-9, oop_call=oop_call)
 
     def decide(parent, action, code, p, t, facing, nraises):
         opp = t[1 - p]
         if facing:
             labels = ["fold", "call"]
             can_raise = opp < behind - 1e-9 and (cap is None or nraises < cap)
-            tg = targets(t, p, cfg.raise_sizes) if can_raise else []
+            tg = targets(t, p, True, nraises + 1) if can_raise else []
             verb = "raise"
         else:
             labels = ["check"]
-            tg = targets(t, p, cfg.bet_fractions)
+            tg = targets(t, p, False, 0, donk=oop_called and parent < 0)
             verb = "bet"
         labels += [("all-in " if x >= behind - 1e-9 else verb + " ") + _fmt(x - start) for x in tg]
         me = tree.add(parent, action, p, code, t, labels=labels)
@@ -152,7 +166,7 @@ def _street_tree(cfg: PokerSubgameSpec, start: float, last: bool) -> _Tree:
         if facing:
             fold = -(half + t[0]) if p == 0 else half + t[1]
             tree.add(me, 0, TERMINAL, join(code, "f"), t, fold=fold)
-            end(me, 1, join(code, "c"), (opp, opp))
+            end(me, 1, join(code, "c"), (opp, opp), oop_call=p == 0)
             a = 2
         else:
             if p == 0:
@@ -189,7 +203,7 @@ class _Template:
 
 
 def _template(cfg: PokerSubgameSpec) -> _Template:
-    first = _street_tree(cfg, 0.0, last=cfg.street == "river")
+    first = _street_tree(cfg, 0.0, last=cfg.street == "river", street=cfg.street)
     n0 = len(first)
     parent = [np.array(first.parent, np.int64)]
     action = [np.array(first.action, np.int64)]
@@ -213,7 +227,7 @@ def _template(cfg: PokerSubgameSpec) -> _Template:
                 sub = _Tree()
                 sub.add(-1, -1, TERMINAL, "", t, sd=cfg.pot / 2 + t[0])
             else:
-                sub = _street_tree(cfg, t[0], last=True)
+                sub = _street_tree(cfg, t[0], last=True, street="river", oop_called=first.oop_call[c])
             m = len(sub)
             lp = np.array(sub.parent, np.int64)
             s = np.repeat(np.arange(RIVER_CARDS), m)
@@ -397,9 +411,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
         "board": cfg.board,
         "pot": cfg.pot,
         "stack": cfg.stack,
-        "bet_fractions": list(cfg.bet_fractions),
-        "raise_fractions": list(cfg.raise_sizes),
-        "raise_cap": cfg.raise_cap,
+        **cfg.betting_meta(),
         "random_hands": cfg.random_hands,
         "seed": cfg.seed,
         "deals": int(D),

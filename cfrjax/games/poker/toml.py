@@ -6,6 +6,7 @@ import os
 import tomllib
 from typing import Mapping
 
+from cfrjax.games.poker.betting import TABLE_KEYS as BETTING_KEYS
 from cfrjax.games.poker.cards import PokerSpecError
 from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.libratus import load_libratus_endgame
@@ -15,15 +16,21 @@ from cfrjax.spec import GameSpec
 _TOML_KEYS = {
     "name", "board", "pot", "stack", "bet_fractions", "raise_fractions", "raise_cap",
     "range0", "range1", "player0", "player1", "random_hands", "seed", "libratus", "top_n", "game", "kind",
+    "betting",
 }
 
 
 def _flatten(d: Mapping, where: str) -> dict:
-    """The keys of the `[betting]` / `[ranges]` tables lifted to the top level."""
+    """The keys of the `[betting]` / `[ranges]` tables lifted to the top level, except the
+    size-string keys of `[betting]` (`bet`, `raise`, `donk`, thresholds, street and player
+    tables), which stay together as `flat["betting"]`."""
     flat: dict = {}
     for k, v in d.items():
         items = v.items() if k in ("betting", "ranges", "game_config") and isinstance(v, Mapping) else [(k, v)]
         for k2, v2 in items:
+            if k == "betting" and k2 in BETTING_KEYS:
+                flat.setdefault("betting", {})[k2] = v2
+                continue
             if k2 in flat:
                 raise PokerSpecError(f"{where}: key {k2!r} given twice")
             flat[k2] = v2
@@ -39,11 +46,20 @@ def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "s
     string, a table hand -> weight or an array of hands), `random_hands`, `seed`,
     and `libratus = "path/to/subgameN.txt"` with optional `top_n` (board, pot, ranges
     and bet abstraction from the Libratus file; other keys override).
+
+    Bet sizes as the solvers write them live in `[betting]` only (instead of
+    `bet_fractions` / `raise_fractions`): `bet`, `raise`, `donk` (size strings such as
+    "33%, 75%, a" or "2.5x"), `add_allin_threshold`, `force_allin_threshold`,
+    `merging_threshold`, and the tables `[betting.<street>]`, `[betting.<player>]`,
+    `[betting.<street>.<player>]` (streets flop, turn, river; players oop, ip) with
+    `bet` / `raise` (and `donk` on a street); see `cfrjax.games.poker.betting`. With
+    them `raise_cap` defaults to unlimited.
     """
     flat = _flatten(d, where)
     unknown = sorted(set(flat) - _TOML_KEYS)
     if unknown:
-        raise PokerSpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_TOML_KEYS)}")
+        hint = "; bet size strings (bet, raise, donk, ...) go in [betting]" if set(unknown) & set(BETTING_KEYS) else ""
+        raise PokerSpecError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_TOML_KEYS)}{hint}")
     kind = flat.pop("game", flat.pop("kind", "poker_subgame"))
     if kind not in ("poker_subgame", "hunl_subgame", "poker"):
         raise PokerSpecError(f"{where}: game = {kind!r} is not a poker subgame")

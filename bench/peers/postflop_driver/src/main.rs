@@ -4,9 +4,12 @@
 //!   cfrjax-postflop-driver --board "Ks Js Th 7d 2c" --pot 20 --stack 100 --bets "50%,100%" \
 //!       --iterations 1000 --threads 1 [--eval-every K] [--dump-strategy PATH]
 //!
-//! Ranges are full ("any": every live combo, weight 1); no raises (empty raise sizes), no
-//! all-in added or forced, no merging, no rake, the same bet sizes for both players on
-//! every street (donk sizes: the defaults, i.e. the same). Units (its conventions):
+//! Ranges are full ("any": every live combo, weight 1); no rake. Bet sizes are its own strings:
+//! `--bets` / `--raises` for both players on every street (default: no raises), each
+//! `--sizes-at STREET PLAYER BETS RAISES` (street flop/turn/river, player oop/ip) replacing one
+//! cell, `--turn-donk` / `--river-donk` (default: none, i.e. OOP's bet sizes), and
+//! `--add-allin-threshold` / `--force-allin-threshold` / `--merging-threshold` (default 0: off).
+//! Units (its conventions):
 //!   * `exploitability`: `compute_exploitability` = (BR value OOP + BR value IP) / 2 in chips,
 //!     = NashConv / 2, cfrjax's `exploitability` (pot-independent: the bias cancels).
 //!   * `current_ev`: `compute_current_ev` = each player's value of the average strategy with
@@ -112,21 +115,35 @@ fn main() {
         turn,
         river,
     };
-    let sizes = BetSizeOptions::try_from((bets.as_str(), "")).unwrap();
+    let raises = arg(&args, "--raises", "");
+    let sizes = BetSizeOptions::try_from((bets.as_str(), raises.as_str())).unwrap();
+    let mut cell = [[sizes.clone(), sizes.clone()], [sizes.clone(), sizes.clone()], [sizes.clone(), sizes]];
+    for (i, a) in args.iter().enumerate().filter(|(_, a)| *a == "--sizes-at") {
+        let v = &args[i + 1..i + 5];
+        let street = ["flop", "turn", "river"].iter().position(|s| *s == v[0]).unwrap_or_else(|| panic!("{a}: street {}", v[0]));
+        let player = ["oop", "ip"].iter().position(|p| *p == v[1]).unwrap_or_else(|| panic!("{a}: player {}", v[1]));
+        cell[street][player] = BetSizeOptions::try_from((v[2].as_str(), v[3].as_str())).unwrap();
+    }
+    let donk = |name: &str| match arg(&args, name, "none").as_str() {
+        "none" => None,
+        d => Some(DonkSizeOptions::try_from(d).unwrap()),
+    };
+    let threshold = |name: &str| arg(&args, name, "0").parse::<f64>().unwrap();
+    let [flop_sizes, turn_sizes, river_sizes] = cell;
     let tree_config = TreeConfig {
         initial_state: state,
         starting_pot: pot,
         effective_stack: stack,
         rake_rate: 0.0,
         rake_cap: 0.0,
-        flop_bet_sizes: [sizes.clone(), sizes.clone()],
-        turn_bet_sizes: [sizes.clone(), sizes.clone()],
-        river_bet_sizes: [sizes.clone(), sizes],
-        turn_donk_sizes: None,
-        river_donk_sizes: None,
-        add_allin_threshold: 0.0,
-        force_allin_threshold: 0.0,
-        merging_threshold: 0.0,
+        flop_bet_sizes: flop_sizes,
+        turn_bet_sizes: turn_sizes,
+        river_bet_sizes: river_sizes,
+        turn_donk_sizes: donk("--turn-donk"),
+        river_donk_sizes: donk("--river-donk"),
+        add_allin_threshold: threshold("--add-allin-threshold"),
+        force_allin_threshold: threshold("--force-allin-threshold"),
+        merging_threshold: threshold("--merging-threshold"),
     };
     let t0 = Instant::now();
     let tree = ActionTree::new(tree_config).unwrap();
