@@ -17,7 +17,7 @@ RUSTFLAGS (a current rustc needs `-A dangerous_implicit_autorefs` for its source
 
 What it runs (the driver's header has the details): the spot of a cfrjax spec (board, pot,
 stack - pot/2 behind, bet fractions as "%" sizes, no raises, no all-in added or forced, full
-ranges), N iterations of postflop-solver's DCFR (alternating, float32, its own discounting) on
+ranges, the spec's `[rake]` passed as its rake rate and cap), N iterations of postflop-solver's DCFR (alternating, float32, its own discounting) on
 1 and 2 threads; then the same spot in cfrjax's public-tree form on the CPU (CFR+ and DCFR,
 float32 iterations as cfrjax runs them by default, evaluated in float64).
 
@@ -35,6 +35,11 @@ pot). Why that tolerance: its values are float32 sums over the 1,081 x 1,081 han
 half pot (10 chips, float32 ulp ~1e-6); measured gaps are ~4e-8 chips (values, best
 responses) and ~1.4e-7 (value through `expected_values`), so 1e-5 leaves room for other
 orders of summation (threads) while staying 20x below the 1,000-iteration exploitability.
+
+Raked spots (`river_rake`, `turn_rake`: `hunl_*_full_rake`, rate 0.05, cap 3): the game is not
+zero-sum; its `compute_exploitability` is then ((BR_OOP - v_OOP) + (BR_IP - v_IP)) / 2 with
+`v = compute_current_ev`, as cfrjax's `exploitability` of a raked game, and the check also
+compares player 1's value (`value1`: `current_ev[1]` against `cfrjax.expected_values`).
 """
 
 from __future__ import annotations
@@ -53,7 +58,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DRIVER_SRC = os.path.join(HERE, "postflop_driver")
 DEFAULT_BUILD = os.path.join(os.path.expanduser("~"), ".cache", "cfrjax-peers", "postflop-driver")
-SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full"}
+SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full",
+         "river_rake": "hunl_river_full_rake", "turn_rake": "hunl_turn_full_rake"}
+#: Spots whose strategy the driver dumps for the same-game check (first thread count).
+CHECKED = ("river", "river_rake", "turn_rake")
 
 sys.path.insert(0, HERE)
 from public_policy import evaluate, history_code, policy_from_nodes  # noqa: E402  (shared with texassolver_peer)
@@ -143,8 +151,11 @@ def spot_of_spec(spec_name: str) -> dict:
     if problems:
         raise ValueError(f"{spec_name}: {', '.join(problems)}: not the driver's spot")
     pot, stack = int(t["pot"]), int(t["stack"])
+    rake = t.get("rake", {})
     return dict(spec=spec_name, board=t["board"], pot=pot, stack=stack, behind=stack - pot // 2,
-                bets=",".join(f"{100 * x:g}%" for x in b["bet_fractions"]), spec_path=os.path.relpath(path, ROOT))
+                bets=",".join(f"{100 * x:g}%" for x in b["bet_fractions"]), spec_path=os.path.relpath(path, ROOT),
+                **({"rake_rate": float(rake["rate"]), "rake_cap": float(rake.get("cap", "inf"))}
+                   if rake.get("rate", 0) > 0 else {}))
 
 
 def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | None = None,
@@ -153,6 +164,8 @@ def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | 
            "--bets", spot["bets"], "--iterations", str(iterations), "--threads", str(threads)]
     if eval_every:
         cmd += ["--eval-every", str(eval_every)]
+    if "rake_rate" in spot:
+        cmd += ["--rake-rate", repr(spot["rake_rate"]), "--rake-cap", repr(spot["rake_cap"])]
     if dump:
         cmd += ["--dump-strategy", dump]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -183,6 +196,8 @@ def same_game_check(game, rec: dict, dump_path: str, tol_chips: float = 1e-5) ->
     theirs = dict(value=rec["current_ev"][0], br0=rec["mes_ev"][0], br1=rec["mes_ev"][1],
                   exploitability=rec["exploitability"],
                   value_from_expected_values=rec["expected_value_with_bias"][0] - rec["pot"] / 2)
+    if "rake_rate" in rec:   # not zero-sum: player 1's value too
+        theirs["value1"] = rec["current_ev"][1]
     ours = dict(ev, value_from_expected_values=ev["value"])
     gaps = {k: abs(ours[k] - theirs[k]) for k in ours}
     return dict(kind="same_game_check", peer="postflop-solver", spot=rec["spot"], iterations=rec["iterations"],
@@ -239,13 +254,13 @@ def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000
     for spot_name, spec, spot, T in spot_runs(spots, river_iterations, turn_iterations):
         if exe:
             for th in threads:
-                dump = f"/tmp/cfrjax_postflop_{spot_name}_{os.getpid()}.jsonl" if (spot_name == "river" and th == 1) \
-                    else None
+                dump = f"/tmp/cfrjax_postflop_{spot_name}_{os.getpid()}.jsonl" \
+                    if (spot_name in CHECKED and th == 1) else None
                 rec = run_driver(exe, spot, T, th, dump=dump)
                 rec.update(backend="postflop-solver", spot=spec, form="its own tree (range vectors, float32)",
                            device=f"CPU ({os.cpu_count()} cores), {th} thread" + ("s" if th > 1 else ""),
                            versions=vers, pot=spot["pot"], board=spot["board"], behind=spot["behind"],
-                           bets=spot["bets"],
+                           bets=spot["bets"], **{k: spot[k] for k in ("rake_rate", "rake_cap") if k in spot},
                            value_cfrjax_convention=rec["expected_value_with_bias"][0] - spot["pot"] / 2,
                            units="exploitability: (BR_OOP+BR_IP)/2 chips; current_ev: pot/2 subtracted; "
                                  "expected_value_with_bias: includes pot/2 (subtract it for cfrjax's value)")
@@ -285,7 +300,7 @@ def spot_runs(spots, river_iterations, turn_iterations, spot_of=None):
     `spot_of` (default `spot_of_spec`; a peer may add its own fields)."""
     spot_of = spot_of or spot_of_spec
     for name in spots:
-        yield name, SPOTS[name], spot_of(SPOTS[name]), river_iterations if name == "river" else turn_iterations
+        yield name, SPOTS[name], spot_of(SPOTS[name]), river_iterations if name.startswith("river") else turn_iterations
 
 
 def check_record(check, spec, rec, dump, cmd, label, **kw) -> dict:

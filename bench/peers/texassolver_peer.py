@@ -229,6 +229,8 @@ def spot_of_spec(spec_name: str) -> dict:
     """The TexasSolver settings of a shipped cfrjax poker spec (full ranges, no raises):
     postflop-solver's spot (the same checks), bet sizes without '%' and the streets played."""
     spot = postflop_peer.spot_of_spec(spec_name)
+    if "rake_rate" in spot:
+        raise ValueError(f"{spec_name}: a raked spot; this arm does not pass rake to TexasSolver")
     board = spot["board"].split()
     return dict(spot, board=" ".join(board), bets=spot["bets"].replace("%", ""),
                 streets=["flop", "turn", "river"][len(board) - 3:])

@@ -5,8 +5,9 @@
 //!       --iterations 1000 --threads 1 [--eval-every K] [--dump-strategy PATH]
 //!
 //! Ranges are full ("any": every live combo, weight 1); no raises (empty raise sizes), no
-//! all-in added or forced, no merging, no rake, the same bet sizes for both players on
-//! every street (donk sizes: the defaults, i.e. the same). Units (its conventions):
+//! all-in added or forced, no merging, no rake unless `--rake-rate R --rake-cap C` (its
+//! TreeConfig fields), the same bet sizes for both players on every street (donk sizes: the
+//! defaults, i.e. the same). Units (its conventions):
 //!   * `exploitability`: `compute_exploitability` = (BR value OOP + BR value IP) / 2 in chips,
 //!     = NashConv / 2, cfrjax's `exploitability` (pot-independent: the bias cancels).
 //!   * `current_ev`: `compute_current_ev` = each player's value of the average strategy with
@@ -97,6 +98,8 @@ fn main() {
     let dump_path = arg(&args, "--dump-strategy", "");
     let range0 = arg(&args, "--range0", "");
     let range1 = arg(&args, "--range1", "");
+    let rake_rate: f64 = arg(&args, "--rake-rate", "0").parse().unwrap();
+    let rake_cap: f64 = arg(&args, "--rake-cap", "0").parse().unwrap();
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().unwrap();
 
     let range = |s: &str| if s.is_empty() { Range::ones() } else { s.parse::<Range>().unwrap() };
@@ -117,8 +120,8 @@ fn main() {
         initial_state: state,
         starting_pot: pot,
         effective_stack: stack,
-        rake_rate: 0.0,
-        rake_cap: 0.0,
+        rake_rate,
+        rake_cap,
         flop_bet_sizes: [sizes.clone(), sizes.clone()],
         turn_bet_sizes: [sizes.clone(), sizes.clone()],
         river_bet_sizes: [sizes.clone(), sizes],
