@@ -245,8 +245,8 @@ def compare_main(args) -> int:
 
 def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000, turn_iterations=100,
             threads=(1, 2), cargo_source_dir=None, rustflags=None, build_dir=DEFAULT_BUILD,
-            cfrjax_rules=("cfr+", "dcfr")) -> int:
-    cmd = "python bench/compare.py --peers postflop --postflop-solver DIR"
+            cfrjax_rules=("cfr+", "dcfr"), command=None) -> int:
+    cmd = command or "python bench/compare.py --peers postflop --postflop-solver DIR"
     exe, why = build_driver(solver_dir, build_dir, cargo_source_dir, rustflags)
     records = skipped_records("postflop-solver", "postflop", exe, why, cmd)
     failed = False
@@ -340,7 +340,8 @@ def main(argv=None) -> int:
     import jax
     jax.config.update("jax_enable_x64", True)
     return run_arm(a.postflop_solver, a.out, a.spots, a.river_iterations, a.turn_iterations, tuple(a.threads),
-                   a.cargo_source_dir, a.rustflags, a.build_dir, tuple(a.cfrjax_rules))
+                   a.cargo_source_dir, a.rustflags, a.build_dir, tuple(a.cfrjax_rules),
+                   command=" ".join(["python bench/peers/postflop_peer.py"] + (argv if argv is not None else sys.argv[1:])))
 
 
 if __name__ == "__main__":
