@@ -7,12 +7,13 @@ hands). Everything below works on either.
 
 from cfrjax import batch, memory, multihost, policy, profile, shard
 from cfrjax.batch import batch_axes, solve_batch
-from cfrjax.best_response import best_response_value, best_response_values, exploitability, expected_value
+from cfrjax.best_response import (
+    best_response_value, best_response_values, exploitability, expected_value, expected_values)
 from cfrjax.certificate import CertificateError, value_certificate
 from cfrjax.checkpoint import CheckpointError, checkpoint_info, load_checkpoint, save_checkpoint
 from cfrjax.compile import compile_game
 from cfrjax.compile_cache import enable_compile_cache
-from cfrjax.driver import Chunk, SolveChunks, Trace, evaluate, solve, solve_chunks
+from cfrjax.driver import Chunk, SolveChunks, Trace, evaluate, evaluate_values, solve, solve_chunks
 from cfrjax.forms import form_name, form_of
 from cfrjax.game import CompiledGame, GameLabels, save_game
 from cfrjax.iteration import step
@@ -38,7 +39,8 @@ __all__ = [
     "CertificateError", "CheckpointError", "Chunk", "CompiledGame", "Config", "GameLabels", "GameSpec",
     "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy", "batch", "batch_axes",
     "best_response_value", "best_response_values", "checkpoint_info", "compile_game", "current_policy",
-    "enable_compile_cache", "evaluate", "exploitability", "expected_value", "form_name", "form_of", "from_openspiel_policy", "init",
+    "enable_compile_cache", "evaluate", "evaluate_values", "exploitability", "expected_value", "expected_values",
+    "form_name", "form_of", "from_openspiel_policy", "init",
     "load_checkpoint", "load_game", "load_policy", "lock", "memory", "multihost", "policy", "profile",
     "read_efg", "reset", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
     "root_ranges", "set_root_ranges", "shard", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",

@@ -2,7 +2,9 @@
 
 The form's module (`cfrjax.forms`) computes the best-response values: sweeps of the
 backward pass over information sets in the tabular form (`cfrjax.tabular`), one pass
-with a max over actions per hand in the public form. Exploitability is their mean.
+with a max over actions per hand in the public form. Exploitability is their mean in a
+zero-sum game; in a raked (not zero-sum) poker spot it is, as postflop-solver defines it,
+the mean over the players of (best-response value - the profile's value).
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from cfrjax.forms import form_of
+from cfrjax.forms import form_of, raked
 
-__all__ = ["best_response_value", "best_response_values", "exploitability", "expected_value"]
+__all__ = ["best_response_value", "best_response_values", "exploitability", "expected_value", "expected_values"]
 
 
 def best_response_value(game, policy, player: int):
@@ -34,11 +36,34 @@ def best_response_values(game, policy):
 
 @jax.jit
 def exploitability(game, policy):
-    """NashConv / 2 of `policy`: the mean gain of the two best responses. Exact."""
+    """NashConv / 2 of `policy`: the mean gain of the two best responses. Exact.
+
+    Zero-sum: `(BR_0 + BR_1) / 2`. Raked (`cfrjax.forms.raked`): `((BR_0 - v_0) + (BR_1 -
+    v_1)) / 2` with `v = expected_values(game, policy)`, postflop-solver's
+    `compute_exploitability`; 0 exactly at a Nash equilibrium in both cases."""
+    if raked(game):
+        return exploitability_and_value(game, policy)[0]
     return 0.5 * jnp.sum(best_response_values(game, policy))
+
+
+def exploitability_and_value(game, policy):
+    """`(exploitability, player 0's value)` of `policy` (traceable; what the solver's
+    evaluations report). A raked game computes both players' values once, for both."""
+    if raked(game):
+        values = expected_values(game, policy)
+        return 0.5 * jnp.sum(best_response_values(game, policy) - values), values[0]
+    return exploitability(game, policy), expected_value(game, policy)
 
 
 @jax.jit
 def expected_value(game, policy):
     """Player 0's expected payoff when both play `policy` (in the source's units)."""
     return form_of(game).expected_value(game, policy)
+
+
+@jax.jit
+def expected_values(game, policy):
+    """`[2]`: each player's expected payoff when both play `policy`. Zero-sum games give
+    `[v, -v]`; in a raked poker spot player 1's is not minus player 0's (`-(v_0 + v_1)`
+    is the expected rake)."""
+    return form_of(game).expected_values(game, policy)

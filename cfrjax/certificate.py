@@ -8,7 +8,8 @@ a dropped chance branch). It needs two scalars per backend, so it scales to any 
 
 Values are player 0's expected payoff under each backend's own average profile, in the
 same units; NashConv is the *sum* of both best-response gains (twice
-`cfrjax.exploitability`).
+`cfrjax.exploitability`). Zero-sum games only: a raked poker spot has no unique value
+(its equilibria may pay player 0 differently), so the bound does not apply to it.
 """
 
 from __future__ import annotations

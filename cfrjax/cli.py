@@ -352,6 +352,9 @@ def _solve(args) -> dict:
                 averaging=args.averaging, dtype=args.dtype, chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value)
     if pot is not None:
         meta.update(pot=pot, exploitability_pct_pot=100 * expl / pot)
+    if cfrjax.forms.raked(game):  # not zero-sum: both players' values, and the expected rake
+        values = cfrjax.evaluate_values(game, state)
+        meta.update(values=[float(values[0]), float(values[1])], expected_rake=-float(values.sum()))
     if args.save_policy:
         cfrjax.save_policy(args.save_policy, game, cfrjax.average_policy(game, state), meta=meta)
     if args.plot:
@@ -659,6 +662,8 @@ def main(argv=None) -> int:
         pct = "" if result.get("pot") is None else \
             f" ({result['exploitability_pct_pot']:.6f}% of the starting pot {result['pot']:g})"
         print(f"  exploitability {result['exploitability']:.6e}{pct}   value (player 0) {result['value']:.6f}")
+        if "values" in result:
+            print(f"  raked: value (player 1) {result['values'][1]:.6f}, expected rake {result['expected_rake']:.6f}")
         print(f"  {result['nodes']:,} nodes, {result['infosets']:,} infosets, {result['slots']:,} slots, "
               f"depth {result['depth']}")
         print(f"  compile {result['compile_s']:.2f} s, solve {result['solve_s']:.3f} s "

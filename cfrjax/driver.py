@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.best_response import exploitability, expected_value
+from cfrjax.best_response import exploitability_and_value, expected_values
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
 from cfrjax.forms import starting_pot
 from cfrjax.iteration import step
@@ -31,7 +31,7 @@ from cfrjax.state import SolverState
 @dataclasses.dataclass(frozen=True)
 class Trace:
     """Evaluation checkpoints of a solve, each `[K]` (NumPy, on the host): iteration,
-    exploitability, value; `precision` is the float type the evaluation used
+    exploitability, value (player 0's); `precision` is the float type the evaluation used
     (`"float64"`: always, whatever the iteration dtype, see `evaluate`); `pot` the
     starting pot of a poker subgame (`cfrjax.forms.starting_pot`), else `None`."""
 
@@ -67,19 +67,26 @@ def with_float_dtype(tree, dtype):
     return jax.tree.map(lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x, tree)
 
 
+def _policy64(game, state: SolverState):
+    """`(game, average policy)` with every float in float64 (trace under x64)."""
+    game64 = with_float_dtype(game, jnp.float64)
+    return game64, average_policy(game64, dataclasses.replace(state, avg=state.avg.astype(jnp.float64)))
+
+
 def _evaluate(game, state: SolverState):
     """`(exploitability, value)` of the average policy, in float64 (trace under x64)."""
-    game64 = with_float_dtype(game, jnp.float64)
-    policy = average_policy(game64, dataclasses.replace(state, avg=state.avg.astype(jnp.float64)))
-    return exploitability(game64, policy), expected_value(game64, policy)
+    return exploitability_and_value(*_policy64(game, state))
 
 
 _evaluate_jit = jax.jit(_evaluate)
+_values_jit = jax.jit(lambda game, state: expected_values(*_policy64(game, state)))
 
 
 def evaluate(game, state: SolverState) -> tuple[float, float]:
     """`(exploitability, value)` of `state`'s average policy, computed in float64 whatever
-    the iteration dtype (NumPy float64 scalars).
+    the iteration dtype (NumPy float64 scalars). The value is player 0's (both players':
+    `evaluate_values`); in a raked spot the exploitability is postflop-solver's
+    (`cfrjax.exploitability`).
 
     The average policy is normalised, and the best responses and the value summed, in
     float64 on the same device (64-bit types are enabled for this computation only; the
@@ -90,6 +97,14 @@ def evaluate(game, state: SolverState) -> tuple[float, float]:
     with jax.enable_x64(True):
         e, v = _evaluate_jit(game, state)
         return np.float64(e), np.float64(v)
+
+
+def evaluate_values(game, state: SolverState) -> np.ndarray:
+    """`[2]` float64: each player's expected value under `state`'s average policy, computed
+    in float64 as `evaluate`. In a raked poker spot player 1's is not minus player 0's
+    (`evaluate` and the traces report player 0's; `-(v_0 + v_1)` is the expected rake)."""
+    with jax.enable_x64(True):
+        return np.asarray(_values_jit(game, state), np.float64)
 
 
 @functools.partial(jax.jit, static_argnames=("iterations", "eval_every"))

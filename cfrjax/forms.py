@@ -19,7 +19,10 @@ interface. A game class declares (as attributes):
     `infoset_slot_start`, `slot_uniform`, `num_slots`, `num_infosets`, `slot_split`,
     `max_actions`, `reduction`;
   `labels` (with a `fingerprint`), `name`, `sizes()`, and `infoset_index(key)` (where an
-    information set's entries sit in a slot array).
+    information set's entries sit in a slot array);
+  optionally `raked` (static, default false; `raked(game)`): the game is not zero-sum
+    (a raked poker spot, public form only), so player 1's value is not minus player 0's
+    and exploitability subtracts the profile's values (`cfrjax.best_response`).
 
 and its form module provides the passes:
 
@@ -27,7 +30,8 @@ and its form module provides the passes:
     of `player`'s slots (`cfrjax.passes.slot_range`) plus this iteration's instantaneous regret `r`, and
     `y`, the player's own reach at each slot times the slot's strategy (what the average
     accumulates); `sigma_ext` is the current strategy `[S + 1, ...]` with the sentinel row;
-  `best_response_values(game, policy) -> [2]`, `expected_value(game, policy) -> []`;
+  `best_response_values(game, policy) -> [2]`, `expected_value(game, policy) -> []`
+    (player 0's), `expected_values(game, policy) -> [2]` (both players');
   `strategy_rows(game, policy)`: the rows of `cfrjax.strategy_table`;
   `infosets(game)`: `(key, player, action names, index)` per information set, `index`
     selecting its entries in slot arrays (policy files, locking by key);
@@ -45,7 +49,7 @@ from cfrjax.game import CompiledGame
 from cfrjax.public import passes as public_passes
 from cfrjax.public.game import PublicGame
 
-__all__ = ["FORMS", "form_name", "form_of", "starting_pot"]
+__all__ = ["FORMS", "form_name", "form_of", "raked", "starting_pot"]
 
 #: Game type -> (form name, module of its passes).
 FORMS: dict[type, tuple[str, ModuleType]] = {
@@ -66,6 +70,11 @@ def _entry(game):
 def form_of(game) -> ModuleType:
     """The module implementing `game`'s passes (see the module docstring)."""
     return _entry(game)[1]
+
+
+def raked(game) -> bool:
+    """Whether `game` is raked, i.e. not zero-sum (static: a Python bool, also under `jit`)."""
+    return bool(getattr(game, "raked", False))
 
 
 def form_name(game) -> str:

@@ -22,7 +22,7 @@ import numpy as np
 from cfrjax import passes
 from cfrjax.game import CompiledGame
 
-__all__ = ["best_response_value", "best_response_values", "expected_value", "infosets", "regret_pass",
+__all__ = ["best_response_value", "best_response_values", "expected_value", "expected_values", "infosets", "regret_pass",
            "scratch_elements", "strategy_rows"]
 
 
@@ -83,6 +83,14 @@ def expected_value(game: CompiledGame, policy):
     v0 = passes.values(game, passes.extend(policy))[0]
     offset = game.labels.payoff_offset if game.labels is not None else 0.0
     return v0 + offset
+
+
+def expected_values(game: CompiledGame, policy):
+    """`[2]`: both players' expected payoffs; the tabular form is zero-sum, so player 1's
+    is minus player 0's (player 0's reporting offset, `payoff_offset`, not included)."""
+    v0 = passes.values(game, passes.extend(policy))[0]
+    offset = game.labels.payoff_offset if game.labels is not None else 0.0
+    return jnp.stack([v0 + offset, -v0])
 
 
 def key_fields(game: CompiledGame) -> tuple | None:

@@ -12,8 +12,13 @@ fold, call or raise (at most `raise_cap` raises per street, `None` = unlimited).
 one action. After an all-in is called no later street has betting. Payoffs
 (player 0's view, sunk cost): a fold loses the folder's half-pot plus everything it put
 in during the subgame; a showdown moves the half-pot plus the matched wager from the
-worse hand to the better (0 on a tie). Each card still to come is uniform over the cards
-not on the board and in neither hand (45 for a flop's turn card, 44 for a river card). Information-set keys: `P{player}|{hand}|{code}`, codes
+worse hand to the better (0 on a tie). Rake (postflop-solver's definition): the pot at a
+terminal is the starting pot plus twice what both players matched (at a fold the folder's
+subgame chips, which the winner matched; an unmatched bet goes back); the rake
+`min(rate * that pot, cap)` comes out of the winner's gain, at a tie half from each player,
+so player 1's payoff is no longer minus player 0's. Each card still to come is uniform over
+the cards not on the board and in neither hand (45 for a flop's turn card, 44 for a river
+card). Information-set keys: `P{player}|{hand}|{code}`, codes
 `k`, `c`, `f`, `b{x}` (street total `x`) joined by `.`, streets joined by `/{card}/`.
 """
 
@@ -58,10 +63,12 @@ class Spot:
         start of the hand.
       bet_fractions, raise_fractions, raise_cap: the bet abstraction.
       range0, range1: dict hand name ("AsKs") -> weight.
+      rake_rate, rake_cap: the rake (module docstring); rate 0 = none.
     """
 
     def __init__(self, board, pot, stack, bet_fractions, raise_fractions=None, raise_cap=0, range0=None,
-                 range1=None):
+                 range1=None, rake_rate=0.0, rake_cap=float("inf")):
+        self.rake_rate, self.rake_cap = float(rake_rate), float(rake_cap)
         self.board = tuple(card_id(board.replace(" ", "")[i:i + 2]) for i in range(0, len(board.replace(" ", "")), 2))
         self.pot, self.stack = float(pot), float(stack)
         self.bets = tuple(bet_fractions)
@@ -143,12 +150,22 @@ class Spot:
 
     def payoff0(self, s, h0, h1):
         """Player 0's payoff at a terminal state."""
-        half = self.pot / 2
+        return self.payoff(s, h0, h1, 0)
+
+    def payoff(self, s, h0, h1, p):
+        """Player p's payoff at a terminal state (hands h0, h1 of players 0, 1)."""
+        matched = min(s["c"])                       # what both players put in, each
+        each = self.pot / 2 + matched               # each player's share of the pot at the end
+        rake = min(self.rake_rate * 2 * each, self.rake_cap) if self.rake_rate > 0 else 0.0
         if s["kind"] == "fold":
-            return -(half + s["c"][0]) if s["folder"] == 0 else half + s["c"][1]
-        board = self.board + s["dealt"]
-        a, b = self.strength(h0, board), self.strength(h1, board)
-        return (half + s["c"][0]) * ((a > b) - (a < b))
+            winner = 1 - s["folder"]
+        else:
+            board = self.board + s["dealt"]
+            a, b = self.strength(h0, board), self.strength(h1, board)
+            if a == b:
+                return -rake / 2
+            winner = 0 if a > b else 1
+        return each - rake if p == winner else -each
 
     def deals(self):
         """[(h0, h1, weight)] of compatible pairs (unnormalised)."""
@@ -167,19 +184,19 @@ class Spot:
         return [c for c in range(52) if c not in self.board + s["dealt"] and c not in dead]
 
     # -- evaluation ------------------------------------------------------------------
-    def expected_value(self, policy):
-        """Player 0's expected payoff when both play `policy` (key -> action probabilities)."""
+    def expected_value(self, policy, p=0):
+        """Player p's expected payoff when both play `policy` (key -> action probabilities)."""
         def ev(s, h):
             if s["kind"] in ("fold", "showdown"):
-                return self.payoff0(s, *h)
+                return self.payoff(s, *h, p)
             if s["kind"] == "end":
                 if s["street"] == 5:
                     return ev(self.after_end(s), h)
                 cards = self.next_cards(s, h[0] + h[1])
                 assert len(cards) == 48 - len(self.board + s["dealt"])
                 return sum(ev(self.after_end(s, c), h) for c in cards) / len(cards)
-            p = s["p"]
-            probs = policy[f"P{p}|{hand_name(h[p])}|{s['code']}"]
+            actor = s["p"]
+            probs = policy[f"P{actor}|{hand_name(h[actor])}|{s['code']}"]
             return sum(q * ev(t, h) for q, (_, t) in zip(probs, self.actions(s)) if q != 0)
         total = sum(w * ev(self.root(), (h0, h1)) for h0, h1, w in self.deals())
         return total / self.norm()
@@ -190,11 +207,10 @@ class Spot:
 
         def br(s, h, opp):
             if s["kind"] in ("fold", "showdown"):
-                sign = 1.0 if p == 0 else -1.0
                 total = 0.0
                 for g, w in opp.items():
                     hh = (h, g) if p == 0 else (g, h)
-                    total += w * sign * self.payoff0(s, *hh)
+                    total += w * self.payoff(s, *hh, p)
                 return total
             if s["kind"] == "end":
                 if s["street"] == 5:

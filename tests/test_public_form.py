@@ -195,16 +195,18 @@ def test_brute_force(case):
         board, pot, stack, bets, raises, cap = TURN, 20, 60, (1.0, "allin"), None, 1
         h0 = ["AsAh", "QhQd", "9h8h", "2c2d"]
         h1 = ["AdKd", "Qs9s", "KhKd", "8c7c"]
-    else:   # a flop: turn and river betting after check-check, a flop bet is all-in (no later betting)
+    else:   # a raked flop: turn and river betting after check-check, a flop bet is all-in (no later betting)
         board, pot, stack, bets, raises, cap = "Ks 7d 2c", 20, 30, (1.0,), None, 0
         h0 = ["AsAh", "QhJh"]
         h1 = ["KdQd", "9h8h"]
+        rake = dict(rake_rate=0.05, rake_cap=3.0)
     w0 = {h: float(rng.uniform(0.2, 1.0)) for h in h0}
     w1 = {h: float(rng.uniform(0.2, 1.0)) for h in h1}
+    rake = rake if case == "flop" else {}
     cfg = PokerSubgameSpec(board=board, pot=pot, stack=stack, bet_fractions=bets, raise_fractions=raises,
-                           raise_cap=cap, range0=w0, range1=w1)
+                           raise_cap=cap, range0=w0, range1=w1, **rake)
     g = build_public(cfg, hands="support")
-    spot = bf.Spot(board, pot, stack, bets, raises, cap, w0, w1)
+    spot = bf.Spot(board, pot, stack, bets, raises, cap, w0, w1, **rake)
     keys = {k for k, _, _ in g.labels.infoset_keys()}
     for key, names in spot.infosets().items():
         assert key in keys, key

@@ -24,7 +24,8 @@ import pytest
 import background
 import built_wheel
 
-SPECS = ("hunl_river", "hunl_river_full", "hunl_turn", "hunl_turn_full", "hunl_turn_full_raise", "hunl_flop_full")
+SPECS = ("hunl_river", "hunl_river_full", "hunl_turn", "hunl_turn_full", "hunl_turn_full_raise", "hunl_flop_full",
+         "hunl_river_full_rake", "hunl_turn_full_rake")
 TIMEOUT_S = 240
 
 

@@ -20,7 +20,8 @@ What it runs (the driver's header has the details): the spot of a cfrjax spec (b
 stack - pot/2 behind, full ranges, its bet sizes as postflop-solver's strings: fractions as
 "%" sizes, or the spec's `[betting]` strings per street and player with donk sizes and the
 all-in / merging thresholds; raises only where the spec has no raise cap, postflop-solver has
-none), N iterations of postflop-solver's DCFR (alternating, float32, its own discounting) on
+none; the spec's `[rake]` passed as its rake rate and cap), N iterations of postflop-solver's
+DCFR (alternating, float32, its own discounting) on
 1 and 2 threads; then the same spot in cfrjax's public-tree form on the CPU (CFR+ and DCFR,
 float32 iterations as cfrjax runs them by default, evaluated in float64).
 
@@ -43,6 +44,11 @@ the check also says the two trees are the same. Why that tolerance: its values a
 half pot (10 chips, float32 ulp ~1e-6); measured gaps are ~4e-8 chips (values, best
 responses) and ~1.4e-7 (value through `expected_values`), so 1e-5 leaves room for other
 orders of summation (threads) while staying 20x below the 1,000-iteration exploitability.
+
+Raked spots (`river_rake`, `turn_rake`: `hunl_*_full_rake`, rate 0.05, cap 3): the game is not
+zero-sum; its `compute_exploitability` is then ((BR_OOP - v_OOP) + (BR_IP - v_IP)) / 2 with
+`v = compute_current_ev`, as cfrjax's `exploitability` of a raked game, and the check also
+compares player 1's value (`value1`: `current_ev[1]` against `cfrjax.expected_values`).
 """
 
 from __future__ import annotations
@@ -61,11 +67,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DRIVER_SRC = os.path.join(HERE, "postflop_driver")
 DEFAULT_BUILD = os.path.join(os.path.expanduser("~"), ".cache", "cfrjax-peers", "postflop-driver")
-SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full", "turn_sizes": "hunl_turn_sizes"}
+SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full", "turn_sizes": "hunl_turn_sizes",
+         "river_rake": "hunl_river_full_rake", "turn_rake": "hunl_turn_full_rake"}
 #: Spots whose spec is not shipped with cfrjax: spec name -> file.
 SPEC_FILES = {"hunl_turn_sizes": os.path.join(HERE, "spots", "hunl_turn_sizes.toml")}
 #: Spots whose 1-thread run dumps its strategy for the same-game check.
-CHECK_SPOTS = ("river", "turn_sizes")
+CHECK_SPOTS = ("river", "turn_sizes", "river_rake", "turn_rake")
 
 sys.path.insert(0, HERE)
 from public_policy import evaluate, history_code, policy_from_nodes  # noqa: E402  (shared with texassolver_peer)
@@ -176,7 +183,8 @@ def spot_of_spec(spec_name: str) -> dict:
                 donk={s: text(rules.donks[STREETS.index(s)]) for s in cfg.streets
                       if s != "flop" and rules.donks[STREETS.index(s)] is not None},
                 thresholds={k: getattr(rules, k) for k in THRESHOLDS if getattr(rules, k)},
-                spec_path=os.path.relpath(path, ROOT))
+                spec_path=os.path.relpath(path, ROOT),
+                **({"rake_rate": float(cfg.rake_rate), "rake_cap": float(cfg.rake_cap)} if cfg.raked else {}))
 
 
 def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | None = None,
@@ -193,6 +201,8 @@ def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | 
         cmd += ["--" + k.replace("_", "-"), repr(float(v))]
     if eval_every:
         cmd += ["--eval-every", str(eval_every)]
+    if "rake_rate" in spot:
+        cmd += ["--rake-rate", repr(spot["rake_rate"]), "--rake-cap", repr(spot["rake_cap"])]
     if dump:
         cmd += ["--dump-strategy", dump]
     out = subprocess.run(cmd, capture_output=True, text=True)
@@ -229,6 +239,8 @@ def same_game_check(game, rec: dict, dump_path: str, tol_chips: float = 1e-5) ->
     theirs = dict(value=rec["current_ev"][0], br0=rec["mes_ev"][0], br1=rec["mes_ev"][1],
                   exploitability=rec["exploitability"],
                   value_from_expected_values=rec["expected_value_with_bias"][0] - rec["pot"] / 2)
+    if "rake_rate" in rec:   # not zero-sum: player 1's value too
+        theirs["value1"] = rec["current_ev"][1]
     ours = dict(ev, value_from_expected_values=ev["value"])
     gaps = {k: abs(ours[k] - theirs[k]) for k in ours}
     return dict(kind="same_game_check", peer="postflop-solver", spot=rec["spot"], iterations=rec["iterations"],
@@ -294,6 +306,7 @@ def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000
                            versions=vers, pot=spot["pot"], board=spot["board"], behind=spot["behind"],
                            bets=spot["bets"],
                            **{k: spot[k] for k in ("raises", "sizes_at", "donk", "thresholds") if spot.get(k)},
+                           **{k: spot[k] for k in ("rake_rate", "rake_cap") if k in spot},
                            value_cfrjax_convention=rec["expected_value_with_bias"][0] - spot["pot"] / 2,
                            units="exploitability: (BR_OOP+BR_IP)/2 chips; current_ev: pot/2 subtracted; "
                                  "expected_value_with_bias: includes pot/2 (subtract it for cfrjax's value)")
@@ -333,7 +346,7 @@ def spot_runs(spots, river_iterations, turn_iterations, spot_of=None):
     `spot_of` (default `spot_of_spec`; a peer may add its own fields)."""
     spot_of = spot_of or spot_of_spec
     for name in spots:
-        yield name, SPOTS[name], spot_of(SPOTS[name]), river_iterations if name == "river" else turn_iterations
+        yield name, SPOTS[name], spot_of(SPOTS[name]), river_iterations if name.startswith("river") else turn_iterations
 
 
 def check_record(check, spec, rec, dump, cmd, label, **kw) -> dict:

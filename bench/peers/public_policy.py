@@ -71,10 +71,15 @@ def policy_from_nodes(game, hands, nodes, peer: str = "peer") -> np.ndarray:
 
 def evaluate(game, policy) -> dict:
     """cfrjax's float64 value, best-response values (cfrjax convention: pot/2 subtracted) and
-    exploitability (BR_0 + BR_1)/2 of a public-form policy. Needs jax_enable_x64."""
+    exploitability (BR_0 + BR_1)/2 of a public-form policy; of a raked game also player 1's
+    value `value1` (not minus player 0's), the exploitability then being ((BR_0 - v_0) +
+    (BR_1 - v_1))/2. Needs jax_enable_x64."""
     import jax.numpy as jnp
     import cfrjax
     pol = jnp.asarray(policy, jnp.float64)
     br = [float(x) for x in np.asarray(cfrjax.best_response_values(game, pol))]
-    return dict(value=float(cfrjax.expected_value(game, pol)), br0=br[0], br1=br[1],
-                exploitability=float(cfrjax.exploitability(game, pol)))
+    out = dict(value=float(cfrjax.expected_value(game, pol)), br0=br[0], br1=br[1],
+               exploitability=float(cfrjax.exploitability(game, pol)))
+    if cfrjax.forms.raked(game):
+        out["value1"] = float(cfrjax.expected_values(game, pol)[1])
+    return out

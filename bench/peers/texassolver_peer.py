@@ -232,6 +232,8 @@ def spot_of_spec(spec_name: str) -> dict:
     if any(spot[k] for k in ("raises", "sizes_at", "donk", "thresholds")):
         raise ValueError(f"{spec_name}: raises, per-street sizes or thresholds: not the TexasSolver arm's spot "
                          "(its script gives bet sizes only)")
+    if "rake_rate" in spot:
+        raise ValueError(f"{spec_name}: a raked spot; this arm does not pass rake to TexasSolver")
     board = spot["board"].split()
     return dict(spot, board=" ".join(board), bets=spot["bets"].replace("%", ""),
                 streets=["flop", "turn", "river"][len(board) - 3:])

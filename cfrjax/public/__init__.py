@@ -2,12 +2,14 @@
 
 `PublicGame` (`cfrjax.public.game`) holds one node per public history with every
 per-player quantity a vector over hands; `cfrjax.public.passes` implements the form's
-passes (regrets, best response, expected value, `set_ranges`); `cfrjax.public.terminals`
-the terminal values with card removal. Build one with
+passes (regrets, best response, expected values, `set_ranges`; raked spots too:
+`PublicGame.raked`); `cfrjax.public.terminals` the terminal values with card removal.
+Build one with
 `cfrjax.games.poker.public.build_public(config)`.
 """
 
 from cfrjax.public.game import PublicGame, PublicLabels
-from cfrjax.public.passes import best_response_values, expected_value, regret_pass, set_ranges
+from cfrjax.public.passes import best_response_values, expected_value, expected_values, regret_pass, set_ranges
 
-__all__ = ["PublicGame", "PublicLabels", "best_response_values", "expected_value", "regret_pass", "set_ranges"]
+__all__ = ["PublicGame", "PublicLabels", "best_response_values", "expected_value", "expected_values", "regret_pass",
+           "set_ranges"]

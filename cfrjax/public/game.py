@@ -199,6 +199,12 @@ class PublicGame:
       trunk_dealt: `[N1]` the turn card dealt above each trunk node of a flop spot (52:
         none; hands holding it are dead there); board_group: `[B]` the turn card (group
         `g`) of each board of a flop spot. Both `None` on turn and river spots.
+      trunk_fold_values, forest_fold_values: `[F1, 2]`, `[F2, 2]` float, each player's
+        payoff at each fold of a raked game (the winner's reduced by the rake; the
+        forest's times the chance reach); forest_showdown_rake: `[K]` float, the rake of
+        each showdown times the chance reach. All three `None` in an unraked game (the
+        zero-sum payoffs above then say everything), so an unraked game's pytree and
+        programs are those of a game built before rake existed (`raked`).
       slot_infoset: `[S]` decision node of each slot (sorted); infoset_slot_start:
         `[I + 1]`; slot_uniform: `[S]` float `1 / |A|`.
       weights: `[2, H]` float, the players' range weights (re-targetable).
@@ -261,6 +267,9 @@ class PublicGame:
     dense_compat: Any = None
     trunk_dealt: Any = None
     board_group: Any = None
+    trunk_fold_values: Any = None
+    forest_fold_values: Any = None
+    forest_showdown_rake: Any = None
     num_nodes: int = _static(0)
     num_slots: int = _static(0)
     num_infosets: int = _static(0)
@@ -291,6 +300,17 @@ class PublicGame:
             raise ValueError(f"unknown reduction {self.reduction!r}; allowed: {', '.join(map(repr, REDUCTIONS))}")
         if self.terminals not in TERMINAL_MODES:
             raise ValueError(f"unknown terminals {self.terminals!r}; allowed: {', '.join(map(repr, TERMINAL_MODES))}")
+        rake = (self.trunk_fold_values, self.forest_fold_values, self.forest_showdown_rake)
+        if any(x is None for x in rake) and not all(x is None for x in rake):
+            raise ValueError("trunk_fold_values, forest_fold_values and forest_showdown_rake are given together "
+                             "(a raked game) or not at all")
+
+    @property
+    def raked(self) -> bool:
+        """Whether the game is raked (not zero-sum): each player's terminal values then
+        come from `*_fold_values` and `forest_showdown_rake`. Static: it follows from the
+        pytree's structure (those leaves are `None` in an unraked game)."""
+        return self.forest_showdown_rake is not None
 
     @property
     def slot_shape(self) -> tuple:

@@ -13,7 +13,11 @@ Per player p every quantity is a vector over the hand list: reach and values are
   with card removal, times the stake (chance folded in: 1/44 per river card, 1/45 per
   flop's turn card, as the tabular form's `pi_c u`), the player's sign, the own hand's live mask and
   `1 / Z`: counterfactual values (the opponent's range weight and chance included, the
-  own weight not), equal to the tabular form's divided by `w_p[h]`.
+  own weight not), equal to the tabular form's divided by `w_p[h]`. A raked game
+  (`PublicGame.raked`, static) is not zero-sum: each player's fold payoff is its own
+  (`*_fold_values [F, 2]`, the winner's less the rake) and a showdown's value is
+  `(sd - r/2)(Wk - St) - (r/2) C` (`_showdown_values`); an unraked game runs the
+  zero-sum code, unchanged.
 * **Backward** (`backward`): per level, `v(n) = term(n) + sum_c w(c) v(c)` over the
   children, `w(c)` = the player's own strategy at its decisions, 1 at the opponent's and
   at chance nodes; a static Python loop over levels, each one gather-multiply and a
@@ -51,7 +55,7 @@ from cfrjax.passes import lift
 from cfrjax.public import terminals
 from cfrjax.public.game import PublicGame
 
-__all__ = ["backward", "best_response_values", "expected_value", "forward", "infosets", "regret_pass",
+__all__ = ["backward", "best_response_values", "expected_value", "expected_values", "forward", "infosets", "regret_pass",
            "scratch_elements", "set_ranges", "strategy_rows"]
 
 
@@ -153,12 +157,35 @@ def backward(tree: _Tree, sigma_ext, tv, lanes: tuple, pull: bool, best_response
     return jnp.concatenate(vals[::-1])
 
 
-def _fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool):
-    """Fold terminals' values `[F, L, H, *batch]` of `lanes`' players."""
+def _fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool, values=None):
+    """Fold terminals' values `[F, L, H, *batch]` of `lanes`' players: player 0's `payoff
+    [F]` with the sign of each lane, or in a raked game each player's own `values [F, 2]`."""
     nd = reach.ndim
-    sign = jnp.asarray(np.array([1.0, -1.0])[list(lanes)], reach.dtype)
+    # (The sign constant is made first, as before rake existed: the unraked program stays the same, bit for bit.)
+    sign = None if values is not None else jnp.asarray(np.array([1.0, -1.0])[list(lanes)], reach.dtype)
     c = terminals.fold_compat(game, _opponent(reach[nodes], lanes, 1), cpu)
+    if values is not None:
+        return c * lift(values.astype(reach.dtype)[:, lanes[0]:lanes[-1] + 1], nd) * inv_z
     return c * lift(payoff.astype(reach.dtype)[:, None] * sign[None, :], nd) * inv_z
+
+
+def _showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool):
+    """One board's showdown values `[K, L, H, *batch]` of `lanes`' players.
+
+    Unraked: `stake * (Wk - St)`. Raked (rake `r` per showdown, paid by the winner, half
+    each at a tie): with the opponent's compatible reach `W` weaker, `L` stronger, `T`
+    tied and `C = W + L + T`, the value `(sd - r) W - sd L - (r / 2) T` is
+    `(sd - r / 2)(W - L) - (r / 2) C`: one more compatible-reach sum (as at folds)."""
+    nd = reach.ndim
+    dt = reach.dtype
+    opp = _opponent(reach[game.forest_showdown_node], lanes, 1)
+    diff = terminals.showdown_diff(game, board, opp, cpu)
+    stake = game.forest_showdown_stake.astype(dt)
+    if not game.raked:
+        return diff * lift(stake[:, None], nd) * inv_z
+    half = 0.5 * game.forest_showdown_rake.astype(dt)
+    total = terminals.fold_compat(game, opp, cpu)
+    return (diff * lift((stake - half)[:, None], nd) - total * lift(half[:, None], nd)) * inv_z
 
 
 def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
@@ -177,9 +204,9 @@ def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     sig = jnp.concatenate([xs["sig0"], xs["sig1"], ones])                   # [s0 + s1 + 1, H, *b]
     reach = forward(tree, sig, root, nd)
     inv_z = _lead(1.0 / game.norm.astype(dt), 3)
-    tvf = _fold_values(game, reach, game.forest_fold_node, game.forest_fold_payoff, lanes, inv_z, cpu)
-    tvs = terminals.showdown_diff(game, xs, _opponent(reach[game.forest_showdown_node], lanes, 1), cpu)
-    tvs = tvs * lift(game.forest_showdown_stake.astype(dt)[:, None], nd) * inv_z
+    tvf = _fold_values(game, reach, game.forest_fold_node, game.forest_fold_payoff, lanes, inv_z, cpu,
+                       game.forest_fold_values)
+    tvs = _showdown_values(game, xs, reach, lanes, inv_z, cpu)
     tv = jnp.concatenate([tvf, tvs])
     if game.dealt:
         tv = tv * live
@@ -310,7 +337,8 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
     if not has_trunk:
         return chance[0], new, y
     inv_z = _lead(1.0 / game.norm.astype(dt), 3)
-    tvf = _fold_values(game, reach1, game.trunk_fold_node, game.trunk_fold_payoff, lanes, inv_z, cpu)
+    tvf = _fold_values(game, reach1, game.trunk_fold_node, game.trunk_fold_payoff, lanes, inv_z, cpu,
+                       game.trunk_fold_values)
     if game.trunk_dealt is not None:    # a flop's turn-street folds: the own hand's card removal
         tvf = tvf * _alive(game.hand_cards, game.trunk_dealt[game.trunk_fold_node], nd, dt)
     tv = jnp.concatenate([tvf, chance, jnp.zeros((1,) + chance.shape[1:], dt)])
@@ -357,7 +385,8 @@ def _weighted(game: PublicGame, root, lanes):
 
 def best_response_values(game: PublicGame, policy):
     """`[2, *batch]`: `BR_p = sum_h w_p[h] v_p^BR(root, h)`, the value of player p's best
-    response to the opponent's part of `policy` `[S, H, *batch]` (exact, one pass)."""
+    response to the opponent's part of `policy` `[S, H, *batch]` (exact, one pass; in a
+    raked game each player's own raked payoffs)."""
     def run(cpu):
         return _weighted(game, _sweep(game, passes.extend(policy), (0, 1), "br", cpu)[0], (0, 1))
     return _on_platform(run)
@@ -369,6 +398,21 @@ def expected_value(game: PublicGame, policy):
         return _weighted(game, _sweep(game, passes.extend(policy), (0,), "ev", cpu)[0], (0,))[0]
     offset = game.labels.payoff_offset if game.labels is not None else 0.0
     return _on_platform(run) + offset
+
+
+def expected_values(game: PublicGame, policy):
+    """`[2, *batch]`: each player's expected payoff when both play `policy` `[S, H, *batch]`.
+
+    Unraked: `[v, -v]` from one lane (`expected_value`); raked (not zero-sum: the rake
+    leaves the table, `-(v0 + v1)` is the expected rake): both lanes of one pass."""
+    if not game.raked:
+        v = expected_value(game, policy)
+        return jnp.stack([v, -v])
+
+    def run(cpu):
+        return _weighted(game, _sweep(game, passes.extend(policy), (0, 1), "ev", cpu)[0], (0, 1))
+    offset = game.labels.payoff_offset if game.labels is not None else 0.0
+    return _on_platform(run).at[0].add(offset)
 
 
 def set_ranges(game: PublicGame, w0, w1) -> PublicGame:
@@ -405,6 +449,8 @@ def scratch_elements(game: PublicGame, order: str) -> dict:
             "regret terms": S * H, "average term": S * H}
     if not terminals.dense_used(game, cpu=False):
         rows["showdown prefix sums"] = lanes * B * k * ((H + 1) + C * (M + 1) + 8 * H)
+    if game.raked:
+        rows["raked showdown reach sums"] = lanes * B * k * (C + 3 * H)
     return rows
 
 

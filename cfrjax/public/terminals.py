@@ -188,7 +188,8 @@ def dense_used(game, cpu: bool) -> bool:
 
 
 def fold_compat(game, r, cpu: bool):
-    """`r [F, L, H, *batch]` opponent reach at fold terminals -> `C [F, L, H, *batch]`."""
+    """`r [F, L, H, *batch]` opponent reach at fold terminals -> `C [F, L, H, *batch]`
+    (the compatible reach; a raked game's showdowns use it too)."""
     if r.shape[0] == 0:
         return r
     if dense_used(game, cpu):

@@ -8,6 +8,14 @@ fractions shared by both players and every street, exact amounts), or `betting`,
 solvers' size strings per street and per player (`"33%, 75%, a"`, `"2.5x"`, `e`, donk
 sizes, all-in thresholds, merging; `cfrjax.games.poker.betting`). Either way the spec's
 `bet_sizes` is the one `BetSizes` the betting tree is built from.
+
+**Rake** (`rake_rate`, `rake_cap`), as postflop-solver defines it: at every terminal the
+rake is `min(rake_rate * pot_at_terminal, rake_cap)` chips, where the pot at the terminal
+is the starting pot plus twice the amount both players matched (at a fold: twice the
+folder's commitment; an unmatched bet goes back to the bettor). The winner pays it (the
+player who did not fold, or the stronger hand at a showdown); at a tied showdown each
+player pays half. A raked game is not zero-sum, so only the public form solves it
+(`PokerSubgameSpec.raked`; the tabular builder refuses it).
 """
 
 from __future__ import annotations
@@ -81,6 +89,9 @@ class PokerSubgameSpec:
         (`ranges.random_ranges`, drawn from `seed`); excludes range0/range1.
       seed: seed of `random_hands`.
       name: name of the built GameSpec.
+      rake_rate: fraction of the pot at a terminal taken as rake, in [0, 1]; 0 = no rake.
+      rake_cap: the most rake taken at one terminal, chips >= 0 (`math.inf`: no cap,
+        the default). See the module docstring.
       source: extra JSON-able provenance copied into `GameSpec.source["poker"]`.
       betting: bet sizes as the solvers write them, per street and per player: the
         `[betting]` table of a spec file as a mapping (e.g. `{"bet": "50%, 100%",
@@ -100,6 +111,8 @@ class PokerSubgameSpec:
     random_hands: int | None = None
     seed: int = 0
     name: str = "poker_subgame"
+    rake_rate: float = 0.0
+    rake_cap: float = math.inf
     source: Any = None
     betting: Any = None
 
@@ -119,6 +132,19 @@ class PokerSubgameSpec:
             raise PokerSpecError(f"pot {self.pot} must be a finite number > 0")
         if not math.isfinite(self.stack) or self.stack < 0:
             raise PokerSpecError(f"stack {self.stack} must be a finite number >= 0 (negative stacks are not allowed)")
+        for field in ("rake_rate", "rake_cap"):
+            v = getattr(self, field)
+            try:
+                v = float(v) if not isinstance(v, bool) else math.nan
+            except (TypeError, ValueError):
+                v = math.nan
+            if math.isnan(v):
+                raise PokerSpecError(f"{field} {getattr(self, field)!r} is not a number")
+            object.__setattr__(self, field, v)
+        if not 0.0 <= self.rake_rate <= 1.0:
+            raise PokerSpecError(f"rake_rate {self.rake_rate!r} must be a fraction of the pot in [0, 1] (0: no rake)")
+        if self.rake_cap < 0:
+            raise PokerSpecError(f"rake_cap {self.rake_cap!r} must be chips >= 0 (inf: no cap)")
         if self.stack < self.pot / 2:
             raise PokerSpecError(f"stack {self.stack} is below the half-pot {self.pot / 2} each player already put in")
         if self.betting is not None:
@@ -163,6 +189,16 @@ class PokerSubgameSpec:
     def street(self) -> str:
         """"flop", "turn" or "river"."""
         return {3: "flop", 4: "turn", 5: "river"}[len(self.board.split())]
+
+    @property
+    def raked(self) -> bool:
+        """Whether any terminal is raked (`rake_rate > 0` and `rake_cap > 0`)."""
+        return self.rake_rate > 0 and self.rake_cap > 0
+
+    def rake(self, pot_at_terminal):
+        """Rake in chips, `min(rake_rate * pot_at_terminal, rake_cap)`, of pots (chips, any
+        shape; NumPy float64). See the module docstring for which pot."""
+        return np.minimum(self.rake_rate * np.asarray(pot_at_terminal, np.float64), self.rake_cap)
 
     @property
     def raise_sizes(self) -> tuple | None:

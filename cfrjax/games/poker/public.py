@@ -23,7 +23,11 @@ only (checked against the independent brute-force evaluator of the tests).
   44 river cards are live, so each card weighs 1/45 or 1/44.
 * **Terminals.** Folds pay `fold` to player 0 (the betting tree's fold payoff);
   showdowns move `sd` (half pot plus the matched wager) from the weaker hand to the
-  stronger, ties 0; strengths per board by the 7-card evaluator.
+  stronger, ties 0; strengths per board by the 7-card evaluator. A raked spec
+  (`PokerSubgameSpec.raked`) adds each terminal's rake `config.rake(pot)`, the pot at
+  the terminal being `2 |fold|` or `2 sd` (both players' matched chips): per-player fold
+  payoffs (the winner's less the rake) and the showdowns' rake, both times the chance
+  reach (`PublicGame.raked`).
 * **Ranges.** `config.ranges()` restricted to the hand list, normaliser
   `Z = sum compat(h, h') w0[h] w1[h']` (the tabular deal distribution is `w0 w1 / Z`).
 """
@@ -256,6 +260,14 @@ def _own_paths(stage: _Stage, lane: np.ndarray, sentinel: int) -> np.ndarray:
     return out
 
 
+def _raked_folds(cfg: PokerSubgameSpec, fold: np.ndarray) -> np.ndarray:
+    """`[F, 2]` each player's payoff at folds paying `fold [F]` to player 0 (chips): the
+    winner (the player who did not fold) collects `|fold|` less the rake of the pot at the
+    fold (`2 |fold|`: both players' matched chips), the folder loses `|fold|`."""
+    rake = cfg.rake(2 * np.abs(fold))
+    return np.stack([fold - rake * (fold > 0), -fold - rake * (fold < 0)], axis=1)
+
+
 def _slots(stage: _Stage, player: int):
     """`(decision nodes, their action counts)` of `player` in a stage, node order."""
     nodes = np.flatnonzero(stage.kind == player)
@@ -408,6 +420,11 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         trunk_fold_payoff=trunk.fold[t_folds] * np.where(t_dealt[t_folds], 1.0 / FLOP_TURN_CARDS, 1.0),
         forest_fold_payoff=forest.fold[f_folds] * chance_reach, forest_showdown_stake=forest.sd[f_sds] * chance_reach,
         board_live=live.astype(np.float64), slot_uniform=slot_uniform)
+    if cfg.raked:
+        float_arrays.update(trunk_fold_values=_raked_folds(cfg, trunk.fold[t_folds])
+                            * np.where(t_dealt[t_folds], 1.0 / FLOP_TURN_CARDS, 1.0)[:, None],
+                            forest_fold_values=_raked_folds(cfg, forest.fold[f_folds]) * chance_reach,
+                            forest_showdown_rake=cfg.rake(2 * forest.sd[f_sds]) * chance_reach)
 
     # Labels: decision nodes in slot order.
     codes, players, names, dealt = [], [], [], []
@@ -436,6 +453,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         "decision_nodes": int(I), "terminals": terminals,
         "support": [int(np.count_nonzero(weights[0] > 0)), int(np.count_nonzero(weights[1] > 0))],
     }
+    if cfg.raked:   # JSON-able: no cap is null
+        meta["rake"] = {"rate": cfg.rake_rate, "cap": cfg.rake_cap if np.isfinite(cfg.rake_cap) else None}
     if cfg.source:
         meta.update(dict(cfg.source))
     labels = PublicLabels(

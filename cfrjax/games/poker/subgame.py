@@ -311,12 +311,21 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
     Node 0 is the chance root; the tree is stored breadth-first. Metadata (config
     summary, deals, counts the paper's way, build time) goes to
     `spec.source["poker"]`.
+
+    Raises:
+      PokerSpecError: a raked spec (`config.raked`): the tabular form is zero-sum; the
+        public form (`cfrjax.games.poker.public.build_public`) solves raked spots.
     """
     t_start = time.perf_counter()
     cfg = config
     if cfg.street == "flop":
         raise PokerSpecError(f"{cfg.name}: a flop spot ({cfg.board}) has no tabular form (one tree copy per deal "
                              f"and runout is far too large); build it in the public form (form='public')")
+    if cfg.raked:
+        raise PokerSpecError(
+            f"{cfg.name}: rake (rate {cfg.rake_rate:g}, cap {cfg.rake_cap:g}) makes the game non-zero-sum, which the "
+            "tabular form cannot represent (one payoff per terminal, player 1's = -player 0's); build the public "
+            "form instead (load_game(..., form='public'), the default, or build_public)")
     board = cfg.board_cards
     h0, h1, prob = subgame_deals(cfg)
     D = h0.size

@@ -1,4 +1,10 @@
-"""Poker subgame specs as TOML files (`games/*.toml`): file -> `PokerSubgameSpec` -> game."""
+"""Poker subgame specs as TOML files (`games/*.toml`): file -> `PokerSubgameSpec` -> game.
+
+A raked spot adds a `[rake]` table, `rate` (fraction of the pot at a terminal) and `cap`
+(chips; leave it out for no cap), e.g. `[rake]` / `rate = 0.05` / `cap = 3`; the top-level
+keys `rake_rate` / `rake_cap` are the same (`PokerSubgameSpec`'s docstring says how the
+rake is taken).
+"""
 
 from __future__ import annotations
 
@@ -16,17 +22,26 @@ from cfrjax.spec import GameSpec
 _TOML_KEYS = {
     "name", "board", "pot", "stack", "bet_fractions", "raise_fractions", "raise_cap",
     "range0", "range1", "player0", "player1", "random_hands", "seed", "libratus", "top_n", "game", "kind",
-    "betting",
+    "betting", "rake_rate", "rake_cap",
 }
+#: Keys of the `[rake]` table (lifted as `rake_<key>`).
+_RAKE_KEYS = ("rate", "cap")
 
 
 def _flatten(d: Mapping, where: str) -> dict:
     """The keys of the `[betting]` / `[ranges]` tables lifted to the top level, except the
     size-string keys of `[betting]` (`bet`, `raise`, `donk`, thresholds, street and player
-    tables), which stay together as `flat["betting"]`."""
+    tables), which stay together as `flat["betting"]`; those of `[rake]` as `rake_rate` /
+    `rake_cap`."""
     flat: dict = {}
     for k, v in d.items():
-        items = v.items() if k in ("betting", "ranges", "game_config") and isinstance(v, Mapping) else [(k, v)]
+        if k == "rake" and isinstance(v, Mapping):
+            unknown = sorted(set(v) - set(_RAKE_KEYS))
+            if unknown:
+                raise PokerSpecError(f"{where}: unknown key(s) {unknown} in [rake]; allowed: {list(_RAKE_KEYS)}")
+            items = [(f"rake_{k2}", v2) for k2, v2 in v.items()]
+        else:
+            items = v.items() if k in ("betting", "ranges", "game_config") and isinstance(v, Mapping) else [(k, v)]
         for k2, v2 in items:
             if k == "betting" and k2 in BETTING_KEYS:
                 flat.setdefault("betting", {})[k2] = v2
@@ -45,7 +60,9 @@ def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "s
     integer, or "unlimited"), `range0` / `player0`, `range1` / `player1` (a range
     string, a table hand -> weight or an array of hands), `random_hands`, `seed`,
     and `libratus = "path/to/subgameN.txt"` with optional `top_n` (board, pot, ranges
-    and bet abstraction from the Libratus file; other keys override).
+    and bet abstraction from the Libratus file; other keys override). Rake: a `[rake]`
+    table with `rate` and `cap` (or top-level `rake_rate`, `rake_cap`; no cap when
+    left out).
 
     Bet sizes as the solvers write them live in `[betting]` only (instead of
     `bet_fractions` / `raise_fractions`): `bet`, `raise`, `donk` (size strings such as

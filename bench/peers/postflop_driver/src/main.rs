@@ -4,7 +4,8 @@
 //!   cfrjax-postflop-driver --board "Ks Js Th 7d 2c" --pot 20 --stack 100 --bets "50%,100%" \
 //!       --iterations 1000 --threads 1 [--eval-every K] [--dump-strategy PATH]
 //!
-//! Ranges are full ("any": every live combo, weight 1); no rake. Bet sizes are its own strings:
+//! Ranges are full ("any": every live combo, weight 1); no rake unless `--rake-rate R
+//! --rake-cap C` (its TreeConfig fields). Bet sizes are its own strings:
 //! `--bets` / `--raises` for both players on every street (default: no raises), each
 //! `--sizes-at STREET PLAYER BETS RAISES` (street flop/turn/river, player oop/ip) replacing one
 //! cell, `--turn-donk` / `--river-donk` (default: none, i.e. OOP's bet sizes), and
@@ -100,6 +101,8 @@ fn main() {
     let dump_path = arg(&args, "--dump-strategy", "");
     let range0 = arg(&args, "--range0", "");
     let range1 = arg(&args, "--range1", "");
+    let rake_rate: f64 = arg(&args, "--rake-rate", "0").parse().unwrap();
+    let rake_cap: f64 = arg(&args, "--rake-cap", "0").parse().unwrap();
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().unwrap();
 
     let range = |s: &str| if s.is_empty() { Range::ones() } else { s.parse::<Range>().unwrap() };
@@ -134,8 +137,8 @@ fn main() {
         initial_state: state,
         starting_pot: pot,
         effective_stack: stack,
-        rake_rate: 0.0,
-        rake_cap: 0.0,
+        rake_rate,
+        rake_cap,
         flop_bet_sizes: flop_sizes,
         turn_bet_sizes: turn_sizes,
         river_bet_sizes: river_sizes,
