@@ -98,8 +98,8 @@ def main(argv=None) -> int:
     ap.add_argument("--order", default="simultaneous")
     ap.add_argument("--max-tabular-nodes", type=float, default=3e8,
                     help="skip the tabular form above this many nodes (estimated before it is built; "
-                         "default 3e8: at the rates measured on --top-hands 20, about 290 bytes of host memory "
-                         "to build and 245 bytes of float64 device memory per node, 87 GB and 74 GB)")
+                         "default 3e8: at the rates measured on --top-hands 20, about 320 bytes of host memory "
+                         "and 245 bytes of float64 device memory per node, 96 GB and 74 GB)")
     ap.add_argument("--out", default=DEFAULT_OUT)
     args = ap.parse_args(argv)
     env = environment()
