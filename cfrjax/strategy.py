@@ -135,7 +135,7 @@ def save_policy(path: str | os.PathLike, game, policy, *, meta: dict | None = No
     p = _as_vector(game, policy)
     path = os.fspath(path)
     head = dict(format=FORMAT, game=game.name, fingerprint=labels.fingerprint, dtype=p.dtype.name,
-                meta=meta or {})
+                form=form_name(game), meta=meta or {})
     if path.endswith(".json"):
         doc = dict(head, infosets=policy_dict(game, p))
         atomic_write(path, lambda f: f.write(json.dumps(doc, indent=1) + "\n"), text=True)
@@ -231,7 +231,9 @@ def load_policy(path: str | os.PathLike, game, dtype=None):
     if missing:
         raise ValueError(f"{path}: {len(missing)} information sets of {game.name!r} are not in the policy file "
                          f"(e.g. {missing[0]!r}); it was saved for {doc.get('game')!r}")
-    if form_name(game) == "tabular" and len(table) > seen:
+    # A public-form file also names the hands a tabular form has no information set for
+    # (weight 0, or no compatible opponent hand): extra names are refused only in a tabular file.
+    if form_name(game) == "tabular" and doc.get("form", "tabular") == "tabular" and len(table) > seen:
         raise ValueError(f"{path}: the file has {len(table) - seen} information sets that {game.name!r} does not "
                          f"have; it was saved for {doc.get('game')!r}")
     # float64 holds every saved value exactly (JSON floats are float64; float32 values widen exactly).

@@ -186,6 +186,24 @@ def test_public_best_response_to_a_tabular_policy(tiny):
         float(cfrjax.expected_value(tab, jnp.asarray(tpol))), rel=1e-9)
 
 
+def test_policy_file_saved_from_the_public_form_loads_into_the_tabular_form(tiny, tmp_path):
+    """`save_policy` of a public-form policy, `load_policy` into the tabular form (.json and
+    .npz): the tabular entries are the public ones by name (the file's entries for hands
+    without a tabular information set, such as player 0's sets for player 1's hands, are
+    not needed), so both forms evaluate the same profile to the same numbers."""
+    tab, pub = tiny
+    rows, cols, _ = key_map(tab, pub)
+    assert pub.num_infosets * pub.num_hands > tab.num_infosets   # the file has sets the tabular form lacks
+    ppol = cfrjax.policy.normalize(pub, jnp.asarray(np.random.default_rng(2).uniform(0.01, 1.0, pub.slot_shape)))
+    for name in ("policy.json", "policy.npz"):
+        cfrjax.save_policy(tmp_path / name, pub, ppol)
+        tpol = cfrjax.load_policy(tmp_path / name, tab, dtype="float64")
+        np.testing.assert_array_equal(np.asarray(tpol), np.asarray(ppol)[rows, cols])
+    np.testing.assert_allclose(np.asarray(cfrjax.best_response_values(tab, tpol)),
+                               np.asarray(cfrjax.best_response_values(pub, ppol)), rtol=1e-12)
+    assert float(cfrjax.expected_value(tab, tpol)) == pytest.approx(float(cfrjax.expected_value(pub, ppol)), rel=1e-12)
+
+
 def test_retarget_ranges_without_retrace_equals_fresh_build():
     cfg = TINY
     pub = build_public(cfg)
