@@ -21,6 +21,7 @@ from cfrjax.load import load_game
 from cfrjax.locking import lock, unlock
 from cfrjax.multihost import solve_batch_to_dir
 from cfrjax.policy import average_policy, current_policy, uniform_policy
+from cfrjax.public.depth import LeafFunction, exact_leaf, exact_leaf_policy, showdown_leaf
 from cfrjax.public.game import PublicGame
 from cfrjax.retarget import reset, set_payoffs, set_root_chance
 from cfrjax.rules import Config
@@ -32,18 +33,19 @@ from cfrjax.warm import warm_start
 from cfrjax.games.efg_file import read_efg, write_efg
 from cfrjax.games.openspiel import from_openspiel_policy, spec_from_openspiel, to_openspiel_policy
 from cfrjax.games.poker.deals import root_ranges, set_root_ranges
+from cfrjax.games.poker.depth import depth_limited
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CertificateError", "CheckpointError", "Chunk", "CompiledGame", "Config", "GameLabels", "GameSpec",
-    "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy", "batch", "batch_axes",
-    "best_response_value", "best_response_values", "checkpoint_info", "compile_game", "current_policy",
-    "enable_compile_cache", "evaluate", "evaluate_values", "exploitability", "expected_value", "expected_values",
-    "form_name", "form_of", "from_openspiel_policy", "init",
+    "LeafFunction", "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy", "batch",
+    "batch_axes", "best_response_value", "best_response_values", "checkpoint_info", "compile_game", "current_policy",
+    "depth_limited", "enable_compile_cache", "evaluate", "evaluate_values", "exact_leaf", "exact_leaf_policy",
+    "exploitability", "expected_value", "expected_values", "form_name", "form_of", "from_openspiel_policy", "init",
     "load_checkpoint", "load_game", "load_policy", "lock", "memory", "multihost", "policy", "profile",
     "read_efg", "reset", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
-    "root_ranges", "set_root_ranges", "shard", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",
+    "root_ranges", "set_root_ranges", "shard", "showdown_leaf", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",
     "spec_from_openspiel", "step", "strategy_table", "to_openspiel_policy", "uniform_policy", "unlock",
     "value_certificate", "warm_start", "write_efg",
 ]

@@ -217,7 +217,16 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
       dtype, order: the solver's float dtype and order when no `state` is given
         (default: the game's float dtype, simultaneous).
     """
-    leaves = {f.name: getattr(game, f.name) for f in dataclasses.fields(game) if not f.metadata.get("static")}
+    leaves = {}
+    for f in dataclasses.fields(game):
+        if f.metadata.get("static"):
+            continue
+        value = getattr(game, f.name)
+        if value is None or hasattr(value, "dtype"):
+            leaves[f.name] = value
+        else:   # a pytree of arrays (a depth-limited game's leaf data): one row per array
+            for path, x in jax.tree_util.tree_flatten_with_path(value)[0]:
+                leaves[f.name + jax.tree_util.keystr(path)] = x
     dims = type(game).RETARGETABLE
     batched = {k for k, nd in dims.items() if leaves.get(k) is not None and np.ndim(leaves[k]) == nd + 1}
     game_batch = int(np.shape(leaves[next(iter(batched))])[0]) if batched else 1

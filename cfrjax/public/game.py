@@ -196,6 +196,7 @@ class PublicGame:
         (`cfrjax.public.terminals.showdown_tables`).
       dense_showdown: `[B, H, H]` float `compat * sign(s_h - s_h')`, dense_compat: `[H, H]`
         float (`None` unless built).
+      leaf_data: a depth-limited game's leaf inputs (`cfrjax.public.depth`), else `None`.
       trunk_dealt: `[N1]` the turn card dealt above each trunk node of a flop spot (52:
         none; hands holding it are dead there); board_group: `[B]` the turn card (group
         `g`) of each board of a flop spot. Both `None` on turn and river spots.
@@ -220,6 +221,9 @@ class PublicGame:
       dealt: whether the forest lies below a dealt card (turn and flop spots).
       board_groups: `G`, the turn cards of a flop spot (boards are `(turn, river)` pairs,
         turn-major, `B / G` per group); 0 elsewhere.
+      leaf_fn: a depth-limited game's leaf function (`cfrjax.public.depth.LeafFunction.fn`):
+        its forest is `R` single leaves per board whose values the function gives; `None`
+        for a whole game.
       trunk_level_dealt: per trunk level, whether a node on it lies just below a dealt turn
         card (its reach is masked there); `()` except on flop spots.
       max_actions: the most actions of a decision node.
@@ -270,6 +274,7 @@ class PublicGame:
     trunk_fold_values: Any = None
     forest_fold_values: Any = None
     forest_showdown_rake: Any = None
+    leaf_data: Any = None
     num_nodes: int = _static(0)
     num_slots: int = _static(0)
     num_infosets: int = _static(0)
@@ -286,6 +291,7 @@ class PublicGame:
     slot_split: int = _static(0)
     dealt: bool = _static(False)
     board_groups: int = _static(0)
+    leaf_fn: Any = _static(None)
     trunk_level_dealt: tuple = _static(())
     max_actions: int = _static(0)
     reduction: str = _static("auto")
@@ -326,6 +332,12 @@ class PublicGame:
     def depth(self) -> int:
         """Levels with children, trunk and forest together."""
         return max(0, len(self.trunk_levels) - 1) + len(self.forest_levels) - 2
+
+    @property
+    def depth_limited(self) -> bool:
+        """Whether the game is cut below its trunk (leaf values from `leaf_fn`); its
+        exploitability is then local, with respect to the leaf function."""
+        return self.leaf_fn is not None
 
     @property
     def num_terminals(self) -> int:

@@ -307,6 +307,41 @@ def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool, root
     return root_sum, jnp.concatenate(regs), jnp.concatenate(ys)
 
 
+def leaf_values(game: PublicGame, roots, lanes):
+    """A depth-limited game's leaf values `[R, L, H, *batch]` of `lanes`' players, summed
+    over the boards: the leaf function (`cfrjax.public.depth`) called once on every leaf
+    `l = b R + k` (board `b`, root `k`) with both players' normalised ranges there, its
+    pot-relative counterfactual values turned into the passes' units: times chance, `1/Z`,
+    the opponent's reach mass at the leaf and the leaf's pot, own dead hands 0.
+
+    Args:
+      roots: `[R, 2, H, *batch]` both players' reach (range weight included) at the
+        trunk's river-dealing chance nodes.
+    """
+    B, R, H = game.num_boards, roots.shape[0], game.num_hands
+    batch = roots.shape[3:]
+    nd = 4 + len(batch)
+    dt = roots.dtype
+    data = game.leaf_data
+    live = game.board_live.astype(dt)                                          # [B, H]
+    reach = roots[None] * lift(live[:, None, None], nd)                        # [B, R, 2, H, *b]
+    reach = reach.reshape((B * R, 2, H) + batch)
+    mass = jnp.sum(reach, axis=2)                                              # [L, 2, *b]
+    rho = reach / jnp.where(mass > 0, mass, 1.0)[:, :, None]
+
+    def call(r0, r1):
+        v0, v1 = game.leaf_fn(data, r0, r1)
+        return jnp.stack([jnp.asarray(v0, dt), jnp.asarray(v1, dt)], axis=1)   # [L, 2, H]
+    for _ in batch:
+        call = jax.vmap(call, in_axes=(-1, -1), out_axes=-1)
+    vals = call(rho[:, 0], rho[:, 1])                                          # [L, 2, H, *b]
+    vals = jax.lax.slice_in_dim(vals, lanes[0], lanes[-1] + 1, axis=1)
+    opp = _opponent(mass, lanes, 1)                                            # [L, lanes, *b]
+    scale = opp * lift(data["chance"].astype(dt) * data["pot"].astype(dt), nd - 2) / _lead(game.norm.astype(dt), 2)
+    vals = vals * scale[:, :, None] * lift(jnp.repeat(live, R, axis=0)[:, None], nd - 1)
+    return jnp.sum(vals.reshape((B, R) + vals.shape[1:]), axis=0)
+
+
 def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regret=None):
     """Trunk forward, every board's forest, trunk backward.
 
@@ -331,9 +366,17 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
     want = mode == "regret"
     if want:
         regret = jnp.broadcast_to(regret, regret.shape[:2] + batch) if regret.ndim - 2 < len(batch) else regret
-    chance, new, y = _boards(game, lambda x: _board(game, x, forest_root, sigma_ext, lanes, mode, cpu),
-                             sigma_ext, lanes, regret if want else None, base, cpu,
-                             forest_root if game.board_groups else None)
+    if game.leaf_fn is not None:   # depth-limited: the leaves' values come from the leaf function
+        chance = leaf_values(game, forest_root, lanes)
+        new = y = None
+        if want:
+            t_of = {0: t0, 1: t1}
+            new = jnp.concatenate([regret[base[p]:base[p] + t_of[p]] for p in lanes])
+            y = jnp.zeros(new.shape, sigma_ext.dtype)
+    else:
+        chance, new, y = _boards(game, lambda x: _board(game, x, forest_root, sigma_ext, lanes, mode, cpu),
+                                 sigma_ext, lanes, regret if want else None, base, cpu,
+                                 forest_root if game.board_groups else None)
     if not has_trunk:
         return chance[0], new, y
     inv_z = _lead(1.0 / game.norm.astype(dt), 3)

@@ -455,6 +455,10 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     }
     if cfg.raked:   # JSON-able: no cap is null
         meta["rake"] = {"rate": cfg.rake_rate, "cap": cfg.rake_cap if np.isfinite(cfg.rake_cap) else None}
+    meta["board_cards"] = [int(c) for c in board]
+    if turn:   # what a depth-limited solve (cfrjax.public.depth) hands its leaf function
+        meta["leaf_cards"] = [int(c) for c in extra[:, 0]]
+        meta["leaf_committed"] = [float(trunk.tot[c][0]) for c in root_chance]
     if cfg.source:
         meta.update(dict(cfg.source))
     labels = PublicLabels(

@@ -1,0 +1,81 @@
+"""Depth-limited poker spots: a turn spot cut below its river card (`cfrjax.public.depth`).
+
+`depth_limited(spot, leaf)` builds the whole turn spot's public form (or takes it) and cuts
+it below the river card, handing the leaf function what the contract of
+`cfrjax.public.depth` promises: per leaf `l = b R + k` (river card `b` of the whole game's
+48 boards, river-dealing line `k` of its `R`), the five board cards, the pot and the stack
+behind at the leaf, the live hands and each hand's position in the leaf board's 1,081-hand
+list.
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax.numpy as jnp
+import numpy as np
+
+from cfrjax.games.poker.cards import PokerSpecError, combos_blocked_by
+from cfrjax.games.poker.config import PokerSubgameSpec
+from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.subgame import RIVER_CARDS
+from cfrjax.games.poker.toml import load_poker_config
+from cfrjax.public.depth import LeafFunction, cut
+from cfrjax.public.game import PublicGame
+
+__all__ = ["depth_limited", "leaf_inputs"]
+
+
+def leaf_inputs(whole: PublicGame) -> dict:
+    """The leaf function's inputs for the whole turn spot `whole` (`cfrjax.public.depth`),
+    without `data`: `board [L, 5]`, `pot [L]`, `stack [L]`, `live [L, H]`, `hands [H]`,
+    `leaf_hand [L, H]` (position in the leaf board's own hand list, -1 if dead),
+    `chance` (1/44)."""
+    meta = (whole.labels.source or {}).get("poker") or {}
+    if whole.board_groups or "leaf_cards" not in meta:
+        raise PokerSpecError(f"{whole.name}: only turn spots can be cut below the next card (flop cuts are not "
+                             f"built yet; a river spot has nothing below)")
+    cards = np.asarray(meta["leaf_cards"], np.int64)                          # [B]
+    committed = np.asarray(meta["leaf_committed"], np.float64)                 # [R]
+    board4 = np.asarray(meta["board_cards"], np.int64)
+    B, R = cards.size, committed.size
+    hands = np.asarray(whole.labels.hands, np.int64)
+    boards = np.concatenate([np.broadcast_to(board4, (B, 4)), cards[:, None]], axis=1)     # [B, 5]
+    position = np.empty((B, hands.size), np.int64)
+    for b in range(B):
+        open_ = ~combos_blocked_by(boards[b])
+        position[b] = np.where(open_[hands], np.cumsum(open_)[hands] - 1, -1)
+    live = np.asarray(whole.board_live) > 0
+    fdt = whole.slot_uniform.dtype
+    pot = float(meta["pot"]) + 2 * committed
+    stack = float(meta["stack"]) - float(meta["pot"]) / 2 - committed
+    rep = lambda x: np.repeat(x, R, axis=0)   # noqa: E731  (leaf l = b R + k)
+    return {
+        "board": jnp.asarray(rep(boards), jnp.int32), "pot": jnp.asarray(np.tile(pot, B), fdt),
+        "stack": jnp.asarray(np.tile(stack, B), fdt), "live": jnp.asarray(rep(live)), "hands": jnp.asarray(hands, jnp.int32),
+        "leaf_hand": jnp.asarray(rep(position), jnp.int32), "chance": jnp.asarray(1.0 / RIVER_CARDS, fdt)}
+
+
+def depth_limited(spot, leaf, **build) -> PublicGame:
+    """A turn spot cut below its river card, its leaves valued by `leaf`.
+
+    Args:
+      spot: the whole spot: a `PublicGame` of a turn spot, a `PokerSubgameSpec`, or a
+        `.toml` path.
+      leaf: a `cfrjax.public.depth.LeafFunction`, or a callable taking the whole game and
+        returning one (e.g. `cfrjax.showdown_leaf`, `lambda g: cfrjax.exact_leaf(g, 200)`).
+      **build: passed to `build_public` when `spot` is not built yet (e.g.
+        `hands="support"`).
+
+    Returns:
+      The depth-limited `PublicGame` (`game.depth_limited` is true; its exploitability is
+      local, with respect to `leaf`).
+    """
+    if isinstance(spot, (str, os.PathLike)):
+        spot = load_poker_config(spot)
+    whole = build_public(spot, **build) if isinstance(spot, PokerSubgameSpec) else spot
+    if not isinstance(whole, PublicGame):
+        raise TypeError(f"spot must be a turn spot's PublicGame, a PokerSubgameSpec or a .toml path, "
+                        f"got {type(spot).__name__}")
+    fn = leaf if isinstance(leaf, LeafFunction) else leaf(whole)
+    return cut(whole, fn, leaf_inputs(whole))

@@ -1,0 +1,329 @@
+"""Depth-limited public games: a spot cut below its next card, the leaves valued by a function.
+
+DeepStack- and ReBeL-style agents solve a subgame only to a depth limit and ask a learned
+function for the values at the cut. `cut(game, leaf, inputs)` turns a turn spot's public
+game into such a game: its trunk (the turn street) is kept, and each of the trunk's
+river-dealing chance nodes `k` (`R` of them) becomes, for each river card `b` (`B` = 48
+boards), a **leaf** `l = b R + k` (`L = B R`, e.g. 5 x 48 = 240) whose per-hand values
+come from the leaf function. Everything else is the public form unchanged: `cfrjax.init`,
+`step`, `solve` (one jitted executable, `lax.scan` over iterations, the leaf function
+inside), `solve_batch` / `vmap` over ranges, policies, checkpoints. The poker builder
+(`cfrjax.games.poker.depth.depth_limited`) computes `inputs`.
+
+**The leaf-function contract** (`LeafFunction.fn`, pure and jittable; vmappable for
+batches):
+
+    values0, values1 = fn(inputs, r0, r1)
+
+* `r0, r1`: `[L, H]` each player's **normalised range** at every leaf: the reach of the
+  game's hand `h` (range weight and the player's own strategy above the cut included)
+  divided by its sum over hands at that leaf; a hand holding a board card of the leaf (a
+  dead hand) has 0; a player who never reaches a leaf has all 0 there.
+* Hands are the game's hand list (`inputs["hands"]`: `[H]` combo ids in 0..1325, 1,128 on a
+  full-range turn). `inputs["leaf_hand"]` `[L, H]` maps each to its position in the leaf
+  board's own hand list (the 1,081 combos not blocked by its five cards, ascending combo
+  id; -1 for a dead hand), so a function written for river spots (a value network over
+  1,081 or 1,326 combos) can gather and scatter.
+* `inputs`: `board` `[L, 5]` card ids, `pot` `[L]` chips in the pot at the leaf, `stack`
+  `[L]` chips each player still has behind, `live` `[L, H]` (1 where the hand can hold),
+  `hands`, `leaf_hand`, `chance` (the weight of one river card, 1/44), and `data`: the
+  `LeafFunction`'s own pytree (weights of a network, tables).
+* Returns **pot-relative counterfactual values** (DeepStack's convention) `[L, H]` of
+  each player: `v_p(h) = sum_{h'} compat(h, h') r_q(h') u_p(h, h') / pot`, where `q` is
+  the opponent and `u_p` player p's payoff in chips at the end of the hand under the
+  leaf's continuation strategy (sunk cost: each player's half of the leaf's pot counts as
+  in it, so checking down wins or loses `pot / 2`). Values of dead hands are ignored.
+
+cfrjax converts both ways: the passes' counterfactual value of hand `h` at leaf `l` is
+`chance * m_q * pot * v_p(h) / Z` (`m_q` the opponent's reach mass there, `Z` the deal
+normaliser), summed over the boards into the trunk's chance node. The function is
+called in every pass that needs leaf values (each half of an alternating iteration, both
+players' pass of a simultaneous one, and every evaluation, which feeds it the reaches of
+the policy evaluated), always with all `L` leaves at once.
+
+**Local exploitability.** The best responses of a depth-limited game deviate above the
+cut only, against leaf values the function computes from the evaluated policy's reaches:
+`cfrjax.evaluate` / `exploitability` of such a game (`PublicGame.depth_limited`) are
+exploitability *with respect to the leaf function*, and are named "local" where reported.
+
+Built-in leaf functions: `showdown_leaf` (both players check to showdown: a cheap
+baseline) and `exact_leaf` (solves the subtree below every leaf with the public form,
+`n` iterations of DCFR batched over the boards, from the whole game's forest: it tests
+the machinery, since with enough iterations the cut game's solution is the whole game's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from cfrjax import passes, rules
+from cfrjax.game import fingerprint
+from cfrjax.public import passes as pp
+from cfrjax.public import terminals
+from cfrjax.public.game import PublicGame
+from cfrjax.spec import TERMINAL
+
+__all__ = ["LeafFunction", "cut", "exact_leaf", "exact_leaf_policy", "leaf_reach", "showdown_leaf"]
+
+_INPUTS = ("board", "pot", "stack", "live", "hands", "leaf_hand", "chance")
+#: The leaf solves of `exact_leaf`: DCFR (1.5, 0, 2), alternating (player 0's half first).
+_INNER = rules.Config(rule="dcfr", order="alternating")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LeafFunction:
+    """A leaf-value function (module docstring: the contract) and its data.
+
+    Attributes:
+      fn: `fn(inputs, r0 [L, H], r1 [L, H]) -> (v0 [L, H], v1 [L, H])`, pure; static
+        (hashed by identity: one compiled solve per function object).
+      data: a pytree handed to `fn` as `inputs["data"]` (arrays are traced, not baked in).
+      name: for reports.
+    """
+
+    fn: Callable
+    data: Any = None
+    name: str = "leaf"
+
+
+def _check_whole_turn(game) -> None:
+    if not isinstance(game, PublicGame):
+        raise TypeError(f"a depth-limited game is cut from a public-form game, got {type(game).__name__}")
+    if game.depth_limited:
+        raise ValueError(f"{game.name} is already depth-limited")
+    if not game.dealt or game.board_groups or game.num_roots == 0:
+        raise ValueError(f"{game.name}: only a turn spot (a trunk above one river card per board) can be cut below "
+                         f"its next card; river spots have nothing below, flop cuts are not built yet")
+
+
+def cut(game: PublicGame, leaf: LeafFunction, inputs: dict) -> PublicGame:
+    """`game` (a whole turn spot) cut below its river card, valued by `leaf`.
+
+    Args:
+      game: the whole game's public form.
+      leaf: the leaf function.
+      inputs: the contract's arrays (`board`, `pot`, `stack`, `live`, `hands`,
+        `leaf_hand`, `chance`; module docstring), without `data`.
+
+    Returns:
+      A `PublicGame` with the trunk's slots only (player 0's, then player 1's), its forest
+      replaced by `R` single leaves per board, `leaf_fn = leaf.fn` and `leaf_data = inputs`
+      plus `data`.
+    """
+    _check_whole_turn(game)
+    if not isinstance(leaf, LeafFunction):
+        raise TypeError(f"leaf must be a cfrjax.public.depth.LeafFunction, got {type(leaf).__name__}")
+    missing = [k for k in _INPUTS if k not in inputs]
+    if missing:
+        raise ValueError(f"leaf inputs miss {missing}; expected {list(_INPUTS)}")
+    (t0, t1), split, S = game.trunk_slots, game.slot_split, game.num_slots
+    sel = np.concatenate([np.arange(t0), split + np.arange(t1)])
+    kept, inf = np.unique(np.asarray(game.slot_infoset)[sel], return_inverse=True)
+    counts = np.bincount(inf, minlength=kept.size)
+    lane = np.asarray(game.trunk_lane_slot)
+    lane = np.where(lane == S, t0 + t1, np.where(lane >= split, lane - split + t0, lane))
+    R, B = game.num_roots, game.num_boards
+    fdt = game.slot_uniform.dtype
+    i32 = lambda x: jnp.asarray(x, jnp.int32)   # noqa: E731
+    empty = i32(np.zeros(0))
+    lb = game.labels
+    keep = kept.tolist()
+    labels = dataclasses.replace(
+        lb, fingerprint=fingerprint({"whole": np.frombuffer(lb.fingerprint.encode(), np.uint8), "leaf":
+                                     np.frombuffer(f"{leaf.name}:{id(leaf.fn)}".encode(), np.uint8)}),
+        source={**lb.source, "depth_limited": {"leaf": leaf.name, "leaves": int(B * R)}},
+        node_codes=tuple(lb.node_codes[i] for i in keep), node_player=tuple(lb.node_player[i] for i in keep),
+        action_names=tuple(lb.action_names[i] for i in keep), node_dealt=tuple(lb.node_dealt[i] for i in keep),
+        node_slot_start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+    data = {k: inputs[k] for k in _INPUTS}
+    data["data"] = leaf.data
+    return dataclasses.replace(
+        game, trunk_lane_slot=i32(lane),
+        forest_parent=i32(np.arange(R)), forest_child_start=i32(np.full(R + 1, R)),
+        forest_owner=i32(np.full(R, TERMINAL)), forest_lane_slot=i32(np.zeros((R, 2))),
+        forest_term_pos=i32(np.zeros(R)), forest_slot_node=empty, forest_slot_child=empty,
+        forest_path=i32(np.zeros((R, 2, 0))), forest_root_of=i32(np.arange(R)), forest_fold_node=empty,
+        forest_fold_payoff=jnp.zeros(0, fdt), forest_showdown_node=empty, forest_showdown_stake=jnp.zeros(0, fdt),
+        forest_fold_values=None if game.forest_fold_values is None else jnp.zeros((0, 2), fdt),
+        forest_showdown_rake=None if game.forest_showdown_rake is None else jnp.zeros(0, fdt),
+        slot_infoset=i32(inf), infoset_slot_start=i32(np.concatenate([[0], np.cumsum(counts)])),
+        slot_uniform=game.slot_uniform[jnp.asarray(sel)], dense_showdown=None, dense_compat=None,
+        num_nodes=int(game.trunk_parent.shape[0]) + B * R, num_slots=int(t0 + t1), num_infosets=int(kept.size),
+        forest_levels=(0, R), forest_fanout=(0,), forest_level_terms=(True,), forest_slots=(0, 0),
+        slot_split=int(t0), max_actions=int(counts.max(initial=1)), leaf_fn=leaf.fn, leaf_data=data,
+        labels=labels)
+
+
+def leaf_reach(game: PublicGame, policy):
+    """`[B, R, 2, H]` both players' reach (range weight included) at a depth-limited game's
+    leaves under `policy` `[S, H]` (dead hands 0)."""
+    def run(cpu):
+        tree = pp._Tree(game, "trunk")
+        dt = game.weights.dtype
+        root = game.weights.astype(dt)[None]
+        reach = pp.forward(tree, passes.extend(policy.astype(dt)), root, 3)[game.root_chance]
+        return reach[None] * game.board_live.astype(dt)[:, None, None]
+    return pp._on_platform(run)
+
+
+# ----------------------------------------------------------------------------------------
+# Built-in leaf functions.
+
+
+def _showdown(inputs, r0, r1):
+    tables = inputs["data"]
+    B = tables["sd_sorted"].shape[0]
+    L, H = r0.shape
+    opp = jnp.stack([r1, r0], axis=1).reshape(B, L // B * 2, H)               # [B, 2R, H] opponents' ranges
+
+    def one(tb, x):
+        return terminals._showdown_sorted_hm(tb, x.T, False).T                 # Wk - St per hand
+    d = 0.5 * jax.vmap(one)(tables, opp).reshape(L, 2, H)
+    return d[:, 0], d[:, 1]
+
+
+def showdown_leaf(game: PublicGame) -> LeafFunction:
+    """Values if both players check to showdown from every leaf: `v_p(h) = (1/2) sum_{h'}
+    compat r_q(h') sign(s_h - s_h')` (the pot goes to the stronger hand, halves on a tie).
+    `game`: the whole turn spot (its river strength tables)."""
+    _check_whole_turn(game)
+    return LeafFunction(_showdown, {k: getattr(game, k) for k in ("sd_sorted", "sd_card_sorted", "sd_index")},
+                        "showdown")
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass(frozen=True)
+class _Slots:
+    """The slot layout of one board's forest (player 0's slots, then player 1's), in the
+    attributes `cfrjax.passes.regret_matching` reads."""
+
+    slot_infoset: Any
+    infoset_slot_start: Any
+    slot_uniform: Any
+    max_actions: int = dataclasses.field(metadata=dict(static=True), default=1)
+    reduction: str = dataclasses.field(metadata=dict(static=True), default="pull")
+
+
+def _forest_slots(game: PublicGame) -> _Slots:
+    (t0, t1), (s0, s1), split = game.trunk_slots, game.forest_slots, game.slot_split
+    inf = np.asarray(game.slot_infoset)
+    uni = np.asarray(game.slot_uniform)
+    rows = np.concatenate([t0 + np.arange(s0), split + t1 + np.arange(s1)])   # board 0's forest slots
+    _, local = np.unique(inf[rows], return_inverse=True)
+    counts = np.bincount(local)
+    return _Slots(slot_infoset=jnp.asarray(local, jnp.int32),
+                  infoset_slot_start=jnp.asarray(np.concatenate([[0], np.cumsum(counts)]), jnp.int32),
+                  slot_uniform=jnp.asarray(uni[rows]), max_actions=int(counts.max(initial=1)))
+
+
+def _leaf_solve(inputs, r0, r1, iterations: int, roots=None):
+    """DCFR (`_INNER`) on every board's forest from the leaves' normalised ranges: `(average policy [B, s0 + s1, H], root values [B, R, 2, H])`,
+    the values in the whole game's units for root reach `roots` `[B, R, 2, H]` (default:
+    the normalised ranges)."""
+    g, slots = inputs["data"]["game"], inputs["data"]["slots"]
+    B, (s0, s1) = g.num_boards, g.forest_slots
+    L, H = r0.shape
+    R = L // B
+    rho = jnp.stack([r0, r1], axis=1).reshape(B, R, 2, H)
+    roots = rho if roots is None else roots
+    tables = {k: getattr(g, k) for k in pp._TABLES}
+    tables["live"] = g.board_live
+    if terminals.dense_used(g, False):
+        tables["dense_showdown"] = g.dense_showdown
+
+    def xs_of(tb, sig, regret=None):
+        xs = dict(tb, sig0=sig[:s0], sig1=sig[s0:])
+        if regret is not None:
+            xs.update(regret0=regret[:s0], regret1=regret[s0:])
+        return xs
+
+    def board(tb, root, root_eval):
+        zeros = jnp.zeros((s0 + s1, H), r0.dtype)
+
+        def it(carry, t):
+            regret, avg = carry
+            regret = rules.discount(_INNER, regret, t - 1)
+            ys = []
+            for p, (lo, hi) in enumerate(((0, s0), (s0, s0 + s1))):   # player 0's half, then player 1's
+                sig = passes.regret_matching(slots, rules.strategy_regret(_INNER, regret, None))
+                out = pp._board(g, xs_of(tb, sig, regret), root, sig, (p,), "regret", False)
+                regret = regret.at[lo:hi].set(rules.after_update(_INNER, out[f"regret{p}"]))
+                ys.append(out[f"y{p}"])
+            a_t, b_t = rules.average_step(_INNER, t)
+            return (regret, a_t * avg + b_t * jnp.concatenate(ys)), None
+        (regret, avg), _ = jax.lax.scan(it, (zeros, zeros), jnp.arange(1, iterations + 1, dtype=r0.dtype))
+        total = passes.segment_sum_slots(slots, avg)
+        policy = jnp.where(total > 0, avg / jnp.where(total > 0, total, 1.0), slots.slot_uniform[:, None])
+        vals = pp._board(g, xs_of(tb, policy), root_eval, policy, (0, 1), "ev", False)["root"]
+        return policy, vals
+    return jax.vmap(board)(tables, rho, roots)
+
+
+def _exact(inputs, r0, r1, iterations: int):
+    _, vals = _leaf_solve(inputs, r0, r1, iterations)                          # [B, R, 2, H], ranges normalised
+    g = inputs["data"]["game"]
+    L, H = r0.shape
+    scale = g.norm / (inputs["chance"] * inputs["pot"])                         # back to pot-relative units
+    v = vals.reshape(L, 2, H) * scale[:, None, None]
+    return v[:, 0], v[:, 1]
+
+
+def exact_leaf(game: PublicGame, iterations: int = 200) -> LeafFunction:
+    """Solve the subtree below every leaf: `iterations` of DCFR (1.5, 0, 2; alternating)
+    on the whole game's forest of each board, from the leaf's ranges, batched
+    over the boards; the values of the average strategy. `game`: the whole turn spot the
+    cut game was made from (its forest travels as the function's data)."""
+    _check_whole_turn(game)
+    if not isinstance(iterations, int) or iterations <= 0:
+        raise ValueError(f"iterations must be a positive int, got {iterations!r}")
+    return LeafFunction(functools.partial(_exact, iterations=iterations),
+                        {"game": game, "slots": _forest_slots(game)}, f"exact{iterations}")
+
+
+def exact_leaf_policy(cut_game: PublicGame, policy, leaf: LeafFunction, whole: PublicGame):
+    """The whole game's profile `[S_whole, H]` made of a depth-limited solve's `policy`
+    (`[S_cut, H]`, the trunk) and, below the cut, the `exact_leaf` solves run from the
+    leaf ranges that `policy` reaches; and the leaf solves' total NashConv in the whole
+    game's units (each player's gain from deviating below the cut only).
+
+    Args:
+      cut_game: the depth-limited game (`leaf` its leaf function).
+      policy: its average policy.
+      leaf: an `exact_leaf` of `whole`.
+      whole: the whole turn spot.
+    """
+    iterations = leaf.fn.keywords["iterations"]
+    reach = leaf_reach(cut_game, policy)                                        # [B, R, 2, H]
+    B, R, _, H = reach.shape
+    mass = jnp.sum(reach, axis=3, keepdims=True)
+    rho = (reach / jnp.where(mass > 0, mass, 1.0)).reshape(B * R, 2, H)
+    forest, _ = _leaf_solve(cut_game.leaf_data, rho[:, 0], rho[:, 1], iterations)   # [B, s0 + s1, H]
+    (t0, t1), (s0, s1), split = whole.trunk_slots, whole.forest_slots, whole.slot_split
+    full = jnp.concatenate([policy[:t0], forest[:, :s0].reshape(B * s0, H),
+                            policy[t0:t0 + t1], forest[:, s0:].reshape(B * s1, H)])
+    return full, _below_cut_nashconv(whole, full, reach)
+
+
+def _below_cut_nashconv(whole: PublicGame, full, reach):
+    """Sum over the leaves of each player's best-response gain below the cut, in the whole
+    game's units: `sum_p sum_h reach_p(h) (v_p^BR(h) - v_p(h))` at every forest root."""
+    (t0, t1), (s0, s1), split = whole.trunk_slots, whole.forest_slots, whole.slot_split
+    B = whole.num_boards
+    tables = {k: getattr(whole, k) for k in pp._TABLES}
+    tables["live"] = whole.board_live
+    if terminals.dense_used(whole, False):
+        tables["dense_showdown"] = whole.dense_showdown
+    sig = jnp.concatenate([full[t0:t0 + B * s0].reshape(B, s0, -1), full[split + t1:].reshape(B, s1, -1)], axis=1)
+
+    def board(tb, sg, root):
+        xs = dict(tb, sig0=sg[:s0], sig1=sg[s0:])
+        br = pp._board(whole, xs, root, sg, (0, 1), "br", False)["root"]
+        ev = pp._board(whole, xs, root, sg, (0, 1), "ev", False)["root"]
+        return jnp.sum(root * (br - ev))
+    return jnp.sum(jax.vmap(board)(tables, sig, reach))

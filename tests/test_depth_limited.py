@@ -1,0 +1,139 @@
+"""Depth-limited public games (`cfrjax.public.depth`, `cfrjax.depth_limited`): a turn spot
+cut below its river card, its 240-style leaves valued by a leaf function.
+
+The contract (hand indexing, units, dead hands) is checked against an independent
+construction: a turn spot whose river has no betting is the cut game with the `showdown`
+leaf function, exactly, for any trunk policy (values and best responses). The leaf
+position map is checked against a sorted list of the leaf board's live combos."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax.games.poker import PokerSubgameSpec, card_id, combo_index
+from cfrjax.games.poker.public import build_public
+from test_public_form import random_policy
+
+R0 = {"AsAh": 1.0, "QhJh": 0.8, "8c7c": 0.6}
+R1 = {"KdKc": 1.0, "Td9d": 0.7, "6s6h": 0.9}
+BASE = dict(board="Ks Js Th 7d", pot=20, stack=60, range0=R0, range1=R1)
+
+
+@pytest.fixture(scope="module")
+def whole():
+    return build_public(PokerSubgameSpec(**BASE, bet_fractions=(1.0,), raise_cap=0), hands="support")
+
+
+def _trunk_into(game, policy):
+    """A cut game's trunk policy written into `game`'s layout (forest slots uniform)."""
+    (t0, t1), split = game.trunk_slots, game.slot_split
+    full = np.asarray(cfrjax.uniform_policy(game)).copy()
+    full[:t0], full[split:split + t1] = np.asarray(policy)[:t0], np.asarray(policy)[t0:t0 + t1]
+    return jnp.asarray(full)
+
+
+def test_showdown_leaf_is_the_turn_spot_without_river_betting(whole):
+    nobet = build_public(PokerSubgameSpec(**BASE, betting={"bet": "100%", "river": {"bet": ""}}, raise_cap=0),
+                         hands="support")
+    cut = cfrjax.depth_limited(whole, cfrjax.showdown_leaf)
+    assert cut.depth_limited and cut.num_slots == sum(whole.trunk_slots) and cut.num_infosets == 4
+    assert cut.labels.node_codes == ("", "k.b20", "k", "b20")
+    for seed in range(2):
+        pol = random_policy(cut, seed)
+        ref = _trunk_into(nobet, pol)
+        assert float(cfrjax.expected_value(cut, pol)) == pytest.approx(float(cfrjax.expected_value(nobet, ref)),
+                                                                       rel=1e-12)
+        np.testing.assert_allclose(np.asarray(cfrjax.best_response_values(cut, pol)),
+                                   np.asarray(cfrjax.best_response_values(nobet, ref)), rtol=1e-12)
+
+
+def test_leaf_inputs_contract(whole):
+    seen = {}
+
+    def spy(inputs, r0, r1):
+        jax.debug.callback(lambda i, a, b: seen.update(inputs=i, r0=a, r1=b), inputs, r0, r1)
+        return jnp.zeros_like(r0), jnp.zeros_like(r1)
+    cut = cfrjax.depth_limited(whole, cfrjax.LeafFunction(spy, name="spy"))
+    jax.block_until_ready(cfrjax.expected_value(cut, cfrjax.uniform_policy(cut)))
+    x = jax.tree.map(np.asarray, seen["inputs"])
+    r0, r1 = np.asarray(seen["r0"]), np.asarray(seen["r1"])
+    R, B = cut.num_roots, cut.num_boards
+    L, H = r0.shape
+    assert (L, H) == (B * R, cut.num_hands) == (48 * 3, 6)
+    hands = x["hands"]
+    assert sorted(hands.tolist()) == sorted(combo_index(h[:2], h[2:]) for h in list(R0) + list(R1))
+    b4 = [card_id(c) for c in ("Ks", "Js", "Th", "7d")]
+    # Lines k: check-check, bet-call (both with 0 or 20 committed) -> pots 20, 60; stacks 50, 30.
+    np.testing.assert_array_equal(x["pot"][:R], [20.0, 60.0, 60.0][:R])
+    np.testing.assert_array_equal(x["stack"][:R], 50.0 - (x["pot"][:R] - 20.0) / 2)
+    all_cards = list(range(52))
+    for leaf in (0, 7, L - 1):
+        board = x["board"][leaf].tolist()
+        assert board[:4] == b4 and board[4] not in b4
+        assert np.all(x["board"][leaf - leaf % R:leaf - leaf % R + R] == board)
+        live_combos = [combo_index(a, b) for a, b in itertools.combinations(all_cards, 2)
+                       if a not in board and b not in board]
+        order = sorted(live_combos)
+        for h, combo in enumerate(hands.tolist()):
+            dead = combo not in order
+            assert bool(x["live"][leaf, h]) == (not dead)
+            assert x["leaf_hand"][leaf, h] == (-1 if dead else order.index(combo))
+            if dead:   # a dead hand has no range
+                assert r0[leaf, h] == 0 and r1[leaf, h] == 0
+        assert len(order) == 1081
+        for r in (r0, r1):   # normalised ranges (uniform trunk policy: every leaf is reached)
+            assert r[leaf].sum() == pytest.approx(1.0, rel=1e-12)
+    assert float(x["chance"]) == pytest.approx(1 / 44)
+
+
+def test_leaf_function_is_traced_a_fixed_number_of_times(whole):
+    calls = []
+
+    def counted(inputs, r0, r1):
+        calls.append(1)
+        return cfrjax.showdown_leaf(whole).fn(inputs, r0, r1)
+    leaf = cfrjax.LeafFunction(counted, cfrjax.showdown_leaf(whole).data, "counted")
+    cut = cfrjax.depth_limited(whole, leaf)
+    state = cfrjax.solve(cut, cfrjax.init(cut, dtype="float64"), 5)
+    first = len(calls)
+    assert 0 < first <= 4          # once per lowering of each half-iteration's pass
+    state = cfrjax.solve(cut, state, 5)
+    cfrjax.solve(cut, cfrjax.init(cut, dtype="float64"), 5)
+    assert len(calls) == first     # the compiled solve is reused: no new trace
+
+
+def test_solve_batch_equals_separate_solves(whole):
+    cut = cfrjax.depth_limited(whole, cfrjax.showdown_leaf)
+    n = 8
+    rng = np.random.default_rng(3)
+    live = np.asarray(cut.weights) > 0
+    w = rng.uniform(0.1, 1.0, (n, 2, cut.num_hands)) * live
+    games = jax.vmap(cfrjax.public.passes.set_ranges, (None, 0, 0), cfrjax.batch_axes(cut))(
+        cut, jnp.asarray(w[:, 0]), jnp.asarray(w[:, 1]))
+    out = cfrjax.solve_batch(games, cfrjax.batch.init_batch(cut, n, dtype="float64"), 10)
+    for b in range(n):
+        g = cfrjax.public.passes.set_ranges(cut, jnp.asarray(w[b, 0]), jnp.asarray(w[b, 1]))
+        one = cfrjax.solve(g, cfrjax.init(cut, dtype="float64"), 10)
+        np.testing.assert_allclose(np.asarray(out.regret[b]), np.asarray(one.regret), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.slow   # about 20 CPU-seconds of nested scans: `pytest -m slow tests/test_depth_limited.py`
+def test_exact_leaf_value_within_the_bound(whole):
+    """The cut game with `exact` leaves (leaf solves of DCFR) against the whole game: root
+    values within NashConv_cut + NashConv_whole + the leaf solves' NashConv (all in chips)."""
+    sw = cfrjax.solve(whole, cfrjax.init(whole, dtype="float64"), 300)
+    e_w, v_w = cfrjax.evaluate(whole, sw)
+    leaf = cfrjax.exact_leaf(whole, 100)
+    cut = cfrjax.depth_limited(whole, leaf)
+    sc = cfrjax.solve(cut, cfrjax.init(cut, dtype="float64"), 60)
+    e_c, v_c = cfrjax.evaluate(cut, sc)
+    full, nc_leaf = cfrjax.exact_leaf_policy(cut, cfrjax.average_policy(cut, sc), leaf, whole)
+    assert 0 <= float(nc_leaf) < 0.1
+    assert abs(v_c - v_w) <= 2 * e_c + 2 * e_w + float(nc_leaf)
+    # the completed profile is a whole-game profile: its exploitability is finite and its
+    # value agrees with the cut game's to within the same bound
+    assert abs(float(cfrjax.expected_value(whole, full)) - v_c) <= 2 * e_c + float(nc_leaf) + 1e-9
