@@ -22,6 +22,8 @@ Per player p every quantity is a vector over the hand list: reach and values are
   reach (range weight included) at the slot's node times the slot's strategy.
 * **Best response**: the same backward pass with the max over actions at the player's
   own decision nodes, per hand; `BR_p = sum_h w_p[h] v_p(root, h)`.
+* **Node values** (`node_values`, for reports, not the iteration): the same forward and
+  backward passes, both lanes, keeping the reach and values of every node.
 
 The trunk runs first (forward), then every board's forest (`_board`: forward, terminals,
 backward, its slots' regrets), then the trunk backward from the boards' summed root
