@@ -581,7 +581,7 @@ def _print_report(r, origin: str, expl: float, args) -> None:
         probs = " ".join(f"{x:>{w}.3f}" for x, w in zip(r.strategy[h], width)) if acts else ""
         ev = "-" if np.isnan(r.ev[p, h]) else f"{r.ev[p, h]:+.4f}"
         eq = "-" if np.isnan(r.equity[p, h]) else f"{100 * r.equity[p, h]:.2f}%"
-        line = f"  {r.hands[h]:<6} {r.weight[p, h]:>8.4f} {r.combos[p, h]:>9.4f}  {probs}"
+        line = f"  {r.hands[h]:<6} {r.weight[p, h]:>8.4g} {r.combos[p, h]:>9.4g}  {probs}"
         print(line.rstrip() + f"  {ev:>10} {eq:>8}")
     shown = f"{len(rows)} of {int(np.count_nonzero(keep))}" if args.limit is not None else f"{len(rows)}"
     print(f"  {shown} hands of player {p} (sorted by {args.sort}; weight: reach with the range weight, combos: "

@@ -8,9 +8,10 @@ for every hand of the hand list (`[H]`, `PublicLabels.hand_names`), both players
 * **weight** `[2, H]`: player p's own reach of the node with hand h, its range weight
   included (the range "there"); 0 for a hand holding a card dealt above the node.
 * **combos** `[2, H]`: weight times the opponent's compatible reach mass at the node,
-  `m_p(h) = sum_{h'} compat(h, h') weight[1 - p, h']`: how many deals of the profile
-  reach the node with h (postflop-solver's "normalized weights"). Summed over h it is the
-  same for both players, the deal mass reaching the node (`Z` at the root).
+  `m_p(h) = sum_{h'} compat(h, h') weight[1 - p, h']`: the mass of deals that reach the
+  node with h under the profile (postflop-solver's "normalized weights"; a dealt river
+  card counts as a condition, not as a 1/44 chance). Summed over h it is the same for
+  both players, the deal mass reaching the node (`Z` at the root).
 * **strategy** `[H, A]`: the acting player's policy at the node (the average strategy of
   a solve); NaN rows for dead hands.
 * **ev** `[2, H]`: player p's expected payoff holding h, given that the node is reached,
