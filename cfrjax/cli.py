@@ -11,6 +11,11 @@
                                    (multi-host: the same command on every host, see
                                    cfrjax.multihost; SLURM variables are read when the
                                    three options are not given)
+    cfrjax show SPOT NODE (--checkpoint PATH | --policy PATH | --iterations N)
+                      [--player 0|1] [--sort equity|ev|weight|combos|hand] [--all] [--limit K]
+                      [--csv FILE.csv] [--npz FILE.npz]
+                                   a poker spot's hands at a public node: strategy, EV,
+                                   equity, range (cfrjax.public.report)
     cfrjax show POLICY INFOSET     action probabilities of a saved policy
     cfrjax games [--dir DIR]       built-in games and the specs in games/, with sizes
 
@@ -44,6 +49,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from cfrjax.public.report import CSV_FIELDS
+
     p = _Parser(prog="cfrjax", description="Solve two-player zero-sum games with CFR in JAX.")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("solve", help="solve a game and report exploitability")
@@ -61,7 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="save the checkpoint every K iterations (default: at each evaluation) and at the end")
     s.add_argument("--warm-start", default=None, metavar="PATH",
                    help="start from this checkpoint of a solve of the same tree (other ranges or payoffs allowed, "
-                        "same --rule/--order/--averaging/--dtype) and run --iterations more")
+                        "same --rule/--order/--averaging/--dtype) and run --iterations more; or from a policy file "
+                        "(--save-policy) of the same tree alone: a new solve that starts playing it "
+                        "(cfrjax.warm_start)")
     s.add_argument("--save-policy", default=None, metavar="PATH",
                    help="write the average policy: PATH.json (keyed by information-set names) or PATH.npz")
     s.add_argument("--plot", default=None, metavar="PATH",
@@ -100,10 +109,33 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--json", action="store_true", help="print one JSON object (this process's summary) as the "
                                                        "last stdout line")
 
-    sh = sub.add_parser("show", help="print the action probabilities of an information set in a saved policy")
-    sh.add_argument("policy", help="a policy file written by `cfrjax solve --save-policy` (.json or .npz)")
-    sh.add_argument("infoset", help="an information-set name, or a part of names (every match is printed)")
-    sh.add_argument("--limit", type=int, default=20, help="print at most this many matching information sets")
+    sh = sub.add_parser("show", help="a poker spot's hand x action table at a public node (strategy, EV, equity), "
+                                     "or the action probabilities of information sets in a saved policy")
+    sh.add_argument("source", help="a poker spot as `solve` takes it (shipped spec name or .toml), or a policy file "
+                                   "written by `cfrjax solve --save-policy` (.json or .npz)")
+    sh.add_argument("where", help="for a spot: a public decision node's code such as 'k.b10' or 'k.b10.c/Qh/k' "
+                                  "('' or 'root': the root); for a policy file: an information-set name, or a part "
+                                  "of names (every match is printed)")
+    sh.add_argument("--checkpoint", default=None, metavar="PATH",
+                    help="the solution: a checkpoint written by `cfrjax solve SPOT --checkpoint PATH`")
+    sh.add_argument("--policy", default=None, metavar="PATH",
+                    help="the solution: a policy file written by `cfrjax solve SPOT --save-policy PATH`")
+    sh.add_argument("--iterations", type=int, default=None, metavar="N",
+                    help="the solution: solve the spot here for N iterations (with --rule, --order, ...)")
+    _solver_options(sh)
+    sh.add_argument("--player", type=int, choices=(0, 1), default=None,
+                    help="whose hands to list (default: the player to act, with its strategy columns)")
+    sh.add_argument("--sort", choices=SHOW_SORTS, default="equity",
+                    help="row order, largest first (hand: hand-list order); default equity")
+    sh.add_argument("--all", action="store_true", help="also list the live hands the player does not bring here "
+                                                     "(weight 0; their EV is counterfactual)")
+    sh.add_argument("--csv", default=None, metavar="FILE",
+                    help="write every hand's row, both players (columns: " + ", ".join(CSV_FIELDS) +
+                         ", then one column per action: the acting player's probabilities)")
+    sh.add_argument("--npz", default=None, metavar="FILE",
+                    help="write the report's arrays (cfrjax.public.report.load_report reads it back)")
+    sh.add_argument("--limit", type=int, default=None,
+                    help="print at most this many rows (default: all) or matching information sets (default 20)")
 
     g = sub.add_parser("games", help="list built-in games and the game specs in a directory, with sizes")
     g.add_argument("--dir", default=None,
@@ -291,8 +323,11 @@ def _solve(args) -> dict:
         cfrjax.save_game(game, args.save_game)
     state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
     if args.warm_start:
+        from cfrjax.strategy import is_policy_file
+
         state = cfrjax.warm_start(game, args.warm_start, config=state.config)
-        print(f"cfrjax: warm start from {args.warm_start} (iteration {int(state.iteration)}), "
+        what = "policy " if is_policy_file(args.warm_start) else ""
+        print(f"cfrjax: warm start from {what}{args.warm_start} (iteration {int(state.iteration)}), "
               f"{args.iterations} more iterations", file=sys.stderr)
     if args.memory_plan:
         print(cfrjax.memory.memory_plan(game, state).table(), file=sys.stderr)
@@ -452,29 +487,140 @@ def _supervised_batch(args, argv) -> int | None:
 # ----------------------------------------------------------------------------------------
 # show
 
+#: `cfrjax show SPOT NODE --sort` keys (largest first; "hand": hand-list order).
+SHOW_SORTS = ("equity", "ev", "weight", "combos", "hand")
+
 
 def _show(args) -> None:
+    solution = [o for o, v in (("--checkpoint", args.checkpoint), ("--policy", args.policy),
+                               ("--iterations", args.iterations)) if v is not None]
+    from cfrjax.strategy import is_policy_file
+
+    if not solution and is_policy_file(args.source):
+        _show_policy(args)
+    else:
+        _show_node(args, solution)
+
+
+def _show_node(args, solution: list) -> None:
+    """`cfrjax show SPOT NODE`: the per-hand report of `cfrjax.public.report`, as a table."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # reports in float64; an application may flip it, the library never does
+    import cfrjax
+    from cfrjax.public.report import decision_node, node_report
+
+    if len(solution) != 1:
+        raise ValueError(f"cfrjax show SPOT NODE needs one solution of the spot, got {len(solution) or 'none'}"
+                         f"{' (' + ', '.join(solution) + ')' if solution else ''}: --checkpoint PATH (cfrjax solve "
+                         "SPOT --checkpoint PATH), --policy PATH (--save-policy) or --iterations N (solve it here)")
+    if args.iterations is not None and args.iterations <= 0:
+        raise ValueError(f"--iterations must be positive, got {args.iterations}")
+    for flag, path in (("--csv", args.csv), ("--npz", args.npz)):
+        if path is not None and not path.endswith("." + flag[2:]):
+            raise ValueError(f"{flag} {path!r}: the file name must end with .{flag[2:]}")
+    with _Status(f"building {args.source} ..."):
+        game = _load_game_quietly(args.source, "folded", args.form)
+    if cfrjax.form_name(game) != "public":
+        raise ValueError(f"cfrjax show SPOT NODE reports hands at public nodes of a poker spot in the public form; "
+                         f"{args.source!r} is compiled to the {cfrjax.form_name(game)} form (for its information "
+                         "sets: cfrjax solve GAME --save-policy P.json, then cfrjax show P.json INFOSET)")
+    code = "" if args.where == "root" else args.where
+    decision_node(game, code)            # an unknown node fails before any solving
+    if args.checkpoint is not None:
+        state = cfrjax.load_checkpoint(args.checkpoint, game)
+        policy = cfrjax.average_policy(game, state)
+        origin = f"checkpoint {args.checkpoint} ({state.config.rule} {state.config.order}, iteration " \
+                 f"{int(state.iteration)})"
+        # the solve's own evaluation of this iteration, if its history holds one (cfrjax solve --checkpoint)
+        last = (cfrjax.checkpoint_info(args.checkpoint).get("extra") or {}).get("history") or [[None]]
+        expl = last[-1][2] if last[-1][0] == int(state.iteration) else float(cfrjax.evaluate(game, state)[0])
+    elif args.policy is not None:
+        policy = cfrjax.load_policy(args.policy, game)
+        origin = f"policy {args.policy}"
+        expl = float(cfrjax.exploitability(game, policy.astype(game.weights.dtype)))
+    else:
+        state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
+        with _Status(f"solving {args.iterations} iterations ..."):
+            state, trace = cfrjax.solve(game, state, args.iterations, eval_every=args.iterations)
+            policy = cfrjax.average_policy(game, state)
+        origin = f"solved here: {args.iterations} iterations, {args.rule} {args.order} {args.dtype}"
+        expl = float(trace.exploitability[-1])
+    report = node_report(game, policy, code)
+    _print_report(report, origin, expl, args)
+    if args.csv:
+        report.save_csv(args.csv)
+        print(f"  csv: {args.csv}")
+    if args.npz:
+        report.save_npz(args.npz)
+        print(f"  npz: {args.npz}")
+
+
+def _print_report(r, origin: str, expl: float, args) -> None:
+    """The hand x action table of a `NodeReport` (rows: one player's hands)."""
+    import numpy as np
+
+    meta = r.meta
+    acting = r.player
+    p = acting if args.player is None else args.player
+    pot = meta.get("pot")
+    where = "the root" if not r.node else repr(r.node)
+    print(f"{r.game}: {where}, player {acting} to act ({', '.join(r.actions)}); board {meta.get('board', '?')}, "
+          f"starting pot {pot:g}" if pot is not None else f"{r.game}: {where}, player {acting} to act")
+    pct = f" ({100 * expl / pot:.4f}% of the pot)" if pot else ""
+    print(f"  solution: {origin}; exploitability {expl:.6g}{pct}")
+    for q in (0, 1):
+        s = r.summary(q)
+        freq = "" if "frequencies" not in s else "; " + ", ".join(
+            f"{a} {100 * f:.1f}%" for a, f in zip(r.actions, s["frequencies"]))
+        print(f"  player {q}{' (to act)' if q == acting else ''}: {s['combos']:.6g} combos, EV {s['ev']:+.4f}, "
+              f"equity {100 * s['equity']:.2f}%{freq}")
+    keep = r.weight[p] > 0 if not args.all else ~np.isnan(r.equity[p]) | (r.weight[p] > 0)
+    rows = np.flatnonzero(keep)
+    key = {"equity": r.equity[p], "ev": r.ev[p], "weight": r.weight[p], "combos": r.combos[p]}.get(args.sort)
+    if key is not None:
+        k = np.where(np.isnan(key[rows]), -np.inf, key[rows])
+        rows = rows[np.argsort(-k, kind="stable")]
+    if args.limit is not None:
+        rows = rows[:max(0, args.limit)]
+    acts = list(r.actions) if p == acting else []
+    width = [max(6, len(a)) for a in acts]
+    head = f"  {'hand':<6} {'weight':>8} {'combos':>9}  " + " ".join(f"{a:>{w}}" for a, w in zip(acts, width))
+    print(head.rstrip() + f"  {'EV':>10} {'equity':>8}")
+    for h in rows:
+        probs = " ".join(f"{x:>{w}.3f}" for x, w in zip(r.strategy[h], width)) if acts else ""
+        ev = "-" if np.isnan(r.ev[p, h]) else f"{r.ev[p, h]:+.4f}"
+        eq = "-" if np.isnan(r.equity[p, h]) else f"{100 * r.equity[p, h]:.2f}%"
+        line = f"  {r.hands[h]:<6} {r.weight[p, h]:>8.4g} {r.combos[p, h]:>9.4g}  {probs}"
+        print(line.rstrip() + f"  {ev:>10} {eq:>8}")
+    shown = f"{len(rows)} of {int(np.count_nonzero(keep))}" if args.limit is not None else f"{len(rows)}"
+    print(f"  {shown} hands of player {p} (sorted by {args.sort}; weight: reach with the range weight, combos: "
+          "deals reaching the node, EV in chips given the node is reached, equity: showdown share vs the range here)")
+
+
+def _show_policy(args) -> None:
     from cfrjax.strategy import read_policy_file
 
-    doc = read_policy_file(args.policy)
+    doc = read_policy_file(args.source)
     infosets = doc["infosets"]
-    if args.infoset in infosets:
-        keys = [args.infoset]
+    limit = 20 if args.limit is None else args.limit
+    if args.where in infosets:
+        keys = [args.where]
     else:
-        keys = [k for k in infosets if args.infoset in k]
+        keys = [k for k in infosets if args.where in k]
     if not keys:
         sample = ", ".join(repr(k) for k in list(infosets)[:3])
-        raise ValueError(f"no information set of {doc.get('game')!r} in {args.policy} matches {args.infoset!r} "
+        raise ValueError(f"no information set of {doc.get('game')!r} in {args.source} matches {args.where!r} "
                          f"({len(infosets)} information sets, e.g. {sample})")
-    for key in keys[:max(1, args.limit)]:
+    for key in keys[:max(1, limit)]:
         entry = infosets[key]
         print(f"{key}  (player {entry.get('player')})")
         actions = entry["actions"]
         width = max(len(a) for a in actions) if actions else 0
         for name, prob in actions.items():
             print(f"  {name:<{width}}  {prob:.6f}")
-    if len(keys) > args.limit:
-        print(f"... and {len(keys) - args.limit} more (use --limit or a longer name)")
+    if len(keys) > limit:
+        print(f"... and {len(keys) - limit} more (use --limit or a longer name)")
 
 
 # ----------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from cfrjax.atomic import atomic_write
 from cfrjax.forms import form_name, form_of
 from cfrjax.policy import uniform_policy
 
-__all__ = ["load_policy", "policy_dict", "read_policy_file", "save_policy", "strategy_table"]
+__all__ = ["is_policy_file", "load_policy", "policy_dict", "read_policy_file", "save_policy", "strategy_table"]
 
 FORMAT = "cfrjax.policy/1"
 
@@ -145,6 +145,21 @@ def save_policy(path: str | os.PathLike, game, policy, *, meta: dict | None = No
                                                          policy=p))
     else:
         raise ValueError(f"policy file {path!r}: the name must end with .json or .npz")
+
+
+def is_policy_file(path: str | os.PathLike) -> bool:
+    """Whether `path` names a policy file: a `.json` name, or an existing `.npz` written by
+    `save_policy` (not a checkpoint or a saved game, which are `.npz` files too)."""
+    path = os.fspath(path)
+    if path.endswith(".json"):
+        return True
+    if not (path.endswith(".npz") and os.path.isfile(path)):
+        return False
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return "meta" in z.files and json.loads(z["meta"].tobytes().decode()).get("format") == FORMAT
+    except (OSError, ValueError, KeyError, EOFError):
+        return False
 
 
 def _read_npz(path: str) -> tuple[dict, np.ndarray]:

@@ -3,8 +3,9 @@
 `PublicGame` (`cfrjax.public.game`) holds one node per public history with every
 per-player quantity a vector over hands; `cfrjax.public.passes` implements the form's
 passes (regrets, best response, expected values, `set_ranges`; raked spots too:
-`PublicGame.raked`); `cfrjax.public.terminals` the terminal values with card removal.
-Build one with
+`PublicGame.raked`); `cfrjax.public.terminals` the terminal values with card removal;
+`cfrjax.public.report` the per-hand answers at a node (range, strategy, EV, equity:
+`cfrjax show`); `cfrjax.public.depth` depth-limited games. Build one with
 `cfrjax.games.poker.public.build_public(config)`.
 """
 

@@ -27,6 +27,8 @@ Per player p every quantity is a vector over the hand list: reach and values are
   reach (range weight included) at the slot's node times the slot's strategy.
 * **Best response**: the same backward pass with the max over actions at the player's
   own decision nodes, per hand; `BR_p = sum_h w_p[h] v_p(root, h)`.
+* **Node values** (`node_values`, for reports, not the iteration): the same forward and
+  backward passes, both lanes, keeping the reach and values of every node.
 
 The trunk runs first (forward), then every board's forest (`_board`: forward, terminals,
 backward, its slots' regrets), then the trunk backward from the boards' summed root
@@ -55,8 +57,8 @@ from cfrjax.passes import lift
 from cfrjax.public import terminals
 from cfrjax.public.game import PublicGame
 
-__all__ = ["backward", "best_response_values", "expected_value", "expected_values", "forward", "infosets", "regret_pass",
-           "scratch_elements", "set_ranges", "strategy_rows"]
+__all__ = ["backward", "best_response_values", "expected_value", "expected_values", "forward", "infosets",
+           "leaf_values", "node_values", "regret_pass", "scratch_elements", "set_ranges", "strategy_rows"]
 
 
 def _lanes(player) -> tuple:
@@ -190,7 +192,8 @@ def _showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool):
 
 def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     """One board's forest: values at its roots (chance included), and for `mode ==
-    "regret"` the new regrets and average terms of its slots, per lane."""
+    "regret"` the new regrets and average terms of its slots, per lane; for `mode ==
+    "nodes"` the reach and values of all its nodes (`node_values`)."""
     if "root" in xs:    # a flop's board: the roots below its turn card
         root = xs["root"]
     nd = root.ndim
@@ -213,6 +216,8 @@ def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     tv = jnp.concatenate([tv, jnp.zeros((1,) + tv.shape[1:], dt)])
     vals = backward(tree, sig, tv, lanes, _pull(game, cpu), best_response=mode == "br")
     out = {"root": vals[:game.num_roots]}
+    if mode == "nodes":
+        out["reach"], out["values"] = reach, vals
     if mode == "regret":
         for i, p in enumerate(lanes):
             lo, hi = (0, s0) if p == 0 else (s0, s0 + s1)
@@ -270,30 +275,39 @@ def _board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b
     return xs
 
 
+def _map_boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool, roots=None) -> dict:
+    """`f` (`_board`) of every board, its outputs stacked board-major (`[B, ...]`): on
+    CPU a loop over the boards (each board's arrays stay in cache), elsewhere all at once
+    (`vmap`). `roots`: a flop's forest-root reach per turn card (`_board_inputs`)."""
+    B = game.num_boards
+    if B == 1:
+        xs = _board_inputs(game, sigma_ext, lanes, regret, base, cpu)
+        return jax.tree.map(lambda a: a[None], f(jax.tree.map(lambda a: a[0], xs)))
+    if cpu:   # slices taken inside the loop: no copies of the [S, H] inputs
+        return jax.lax.map(lambda b: f(_board_inputs(game, sigma_ext, lanes, regret, base, cpu, b, roots)),
+                           jnp.arange(B))
+    return jax.vmap(f)(_board_inputs(game, sigma_ext, lanes, regret, base, cpu, roots=roots))
+
+
+def _root_sum(game: PublicGame, r):
+    """The boards' forest-root values `r [B, R, ...]` summed into the trunk's chance
+    leaves: `[R, ...]`, on a flop per turn card, `[G R, ...]`."""
+    G, B = game.board_groups, game.num_boards
+    if G:
+        return jnp.sum(r.reshape((G, B // G) + r.shape[1:]), axis=1).reshape((G * r.shape[1],) + r.shape[2:])
+    return jnp.sum(r, axis=0)
+
+
 def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool, roots=None):
-    """Run `f` (`_board`) on every board: `(sum of root values, regret, y)` (on a flop the
-    sums per turn card, `[G R, L, H, *batch]`) with the
-    forests' rows of `regret` / `y` (`[hi - lo, H, *batch]`, `None` unless regrets are
-    wanted) filled in (the trunk's rows: `regret` as given, `y` zero). On CPU a loop over
-    the boards (each board's arrays stay in cache), elsewhere all at once (`vmap`)."""
+    """Run `f` (`_board`) on every board (`_map_boards`): `(sum of root values (`_root_sum`),
+    regret, y)` with the forests' rows of `regret` / `y` (`[hi - lo, H, *batch]`, `None`
+    unless regrets are wanted) filled in (the trunk's rows: `regret` as given, `y` zero)."""
     B = game.num_boards
     (t0, t1), (s0, s1) = game.trunk_slots, game.forest_slots
     rows = lambda p: (t0, s0) if p == 0 else (t1, s1)   # noqa: E731
     want = regret is not None
-    if B == 1:
-        xs = _board_inputs(game, sigma_ext, lanes, regret, base, cpu)
-        out = jax.tree.map(lambda a: a[None], f(jax.tree.map(lambda a: a[0], xs)))
-    elif cpu:   # slices taken inside the loop: no copies of the [S, H] inputs
-        out = jax.lax.map(lambda b: f(_board_inputs(game, sigma_ext, lanes, regret, base, cpu, b, roots)),
-                          jnp.arange(B))
-    else:
-        out = jax.vmap(f)(_board_inputs(game, sigma_ext, lanes, regret, base, cpu, roots=roots))
-    G = game.board_groups
-    if G:
-        r = out["root"]
-        root_sum = jnp.sum(r.reshape((G, B // G) + r.shape[1:]), axis=1).reshape((G * r.shape[1],) + r.shape[2:])
-    else:
-        root_sum = jnp.sum(out["root"], axis=0)
+    out = _map_boards(game, f, sigma_ext, lanes, regret, base, cpu, roots)
+    root_sum = _root_sum(game, out["root"])
     if not want:
         return root_sum, None, None
     regs, ys = [], []
@@ -346,7 +360,8 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
     """Trunk forward, every board's forest, trunk backward.
 
     Returns `(root values [L, H, *batch], new regret, y)` (the last two for `mode ==
-    "regret"`, for `lanes`' slots in slot order)."""
+    "regret"`, for `lanes`' slots in slot order); for `mode == "nodes"` the dict of
+    `node_values`."""
     dt = sigma_ext.dtype
     weights = game.weights.astype(dt)
     batch = jnp.broadcast_shapes(sigma_ext.shape[2:], weights.shape[2:], jnp.shape(game.norm))
@@ -366,19 +381,27 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
     want = mode == "regret"
     if want:
         regret = jnp.broadcast_to(regret, regret.shape[:2] + batch) if regret.ndim - 2 < len(batch) else regret
+    board = lambda x: _board(game, x, forest_root, sigma_ext, lanes, mode, cpu)   # noqa: E731
+    roots = forest_root if game.board_groups else None
     if game.leaf_fn is not None:   # depth-limited: the leaves' values come from the leaf function
+        if mode == "nodes":
+            raise ValueError(f"{game.name}: node values of a depth-limited game are not available (its forest "
+                             f"is the leaf function)")
         chance = leaf_values(game, forest_root, lanes)
         new = y = None
         if want:
             t_of = {0: t0, 1: t1}
             new = jnp.concatenate([regret[base[p]:base[p] + t_of[p]] for p in lanes])
             y = jnp.zeros(new.shape, sigma_ext.dtype)
+    elif mode == "nodes":
+        forest = _map_boards(game, board, sigma_ext, lanes, None, base, cpu, roots)
+        chance, new, y = _root_sum(game, forest["root"]), None, None
+        nodes = dict(forest_reach=forest["reach"], forest_values=forest["values"],
+                     trunk_reach=jnp.zeros((0, 2, H) + batch, dt), trunk_values=jnp.zeros((0, 2, H) + batch, dt))
     else:
-        chance, new, y = _boards(game, lambda x: _board(game, x, forest_root, sigma_ext, lanes, mode, cpu),
-                                 sigma_ext, lanes, regret if want else None, base, cpu,
-                                 forest_root if game.board_groups else None)
+        chance, new, y = _boards(game, board, sigma_ext, lanes, regret if want else None, base, cpu, roots)
     if not has_trunk:
-        return chance[0], new, y
+        return nodes if mode == "nodes" else (chance[0], new, y)
     inv_z = _lead(1.0 / game.norm.astype(dt), 3)
     tvf = _fold_values(game, reach1, game.trunk_fold_node, game.trunk_fold_payoff, lanes, inv_z, cpu,
                        game.trunk_fold_values)
@@ -386,6 +409,8 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
         tvf = tvf * _alive(game.hand_cards, game.trunk_dealt[game.trunk_fold_node], nd, dt)
     tv = jnp.concatenate([tvf, chance, jnp.zeros((1,) + chance.shape[1:], dt)])
     vals1 = backward(trunk, sigma_ext, tv, lanes, _pull(game, cpu), best_response=mode == "br")
+    if mode == "nodes":
+        return dict(nodes, trunk_reach=reach1, trunk_values=vals1)
     if not want:
         return vals1[0], None, None
     for i, p in enumerate(lanes):
@@ -456,6 +481,24 @@ def expected_values(game: PublicGame, policy):
         return _weighted(game, _sweep(game, passes.extend(policy), (0, 1), "ev", cpu)[0], (0, 1))
     offset = game.labels.payoff_offset if game.labels is not None else 0.0
     return _on_platform(run).at[0].add(offset)
+def node_values(game: PublicGame, policy) -> dict:
+    """Both players' reach and counterfactual values at every public node when both play
+    `policy` `[S, H, *batch]` (one pass; for reports, `cfrjax.public.report`, not the
+    iteration).
+
+    Returns a dict of arrays (`N1` trunk nodes, `B` boards of `n2` forest nodes, node
+    order as `PublicGame`'s stages; lane `p` is player p):
+      trunk_reach, trunk_values: `[N1, 2, H, *batch]` (`[0, 2, H, *batch]` on a river).
+      forest_reach, forest_values: `[B, n2, 2, H, *batch]`.
+    `reach[n, p, h]`: player p's own reach of node n with hand h, range weight included
+    (0 for a hand holding a card dealt above n). `values[n, p, h]`: player p's
+    counterfactual value of n with hand h, as the passes compute it (module docstring:
+    the opponent's reach, chance (1/44 below a turn spot's river card) and `1 / Z`
+    included, the own reach not); on a trunk node, the sum over the boards below. Memory:
+    `2 (N1 + B n2) 2 H` numbers (the full-range turn with one raise: about 150 MB each
+    in float64).
+    """
+    return _on_platform(lambda cpu: _sweep(game, passes.extend(policy), (0, 1), "nodes", cpu))
 
 
 def set_ranges(game: PublicGame, w0, w1) -> PublicGame:
