@@ -5,7 +5,7 @@ A game is compiled once into a *form* (`cfrjax.forms`): the tabular form (any ga
 hands). Everything below works on either.
 """
 
-from cfrjax import batch, memory, multihost, policy, profile, shard
+from cfrjax import batch, datagen, memory, multihost, policy, profile, shard
 from cfrjax.batch import batch_axes, solve_batch
 from cfrjax.best_response import best_response_value, best_response_values, exploitability, expected_value
 from cfrjax.certificate import CertificateError, value_certificate
@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CertificateError", "CheckpointError", "Chunk", "CompiledGame", "Config", "GameLabels", "GameSpec",
     "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy", "batch", "batch_axes",
-    "best_response_value", "best_response_values", "checkpoint_info", "compile_game", "current_policy",
+    "best_response_value", "best_response_values", "checkpoint_info", "compile_game", "current_policy", "datagen",
     "enable_compile_cache", "evaluate", "exploitability", "expected_value", "form_name", "form_of", "from_openspiel_policy", "init",
     "load_checkpoint", "load_game", "load_policy", "lock", "memory", "multihost", "policy", "profile",
     "read_efg", "reset", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
