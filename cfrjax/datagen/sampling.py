@@ -37,18 +37,33 @@ def shard_rng(seed: int, index: int) -> np.random.Generator:
 def hand_strength(board) -> np.ndarray:
     """`[1326]` float64: for each combo not blocked by the 5-card `board`, the probability
     that it beats an opponent hand drawn uniformly from the combos that share no card
-    with it or the board (a tie counts one half); NaN for blocked combos."""
+    with it or the board (a tie counts one half); NaN for blocked combos.
+
+    Counted over all live hands, less those holding one of the hand's two cards (each
+    card's hands compared directly): `O(H log H + H M)` for `H` live hands, `M` per card."""
     b = parse_board(board)
     if b.size != 5:
         raise ValueError(f"hand_strength needs a river board (5 cards), got {b.size}")
     live = np.flatnonzero(~combos_blocked_by(b))
-    cards = COMBOS[live]
-    s = evaluate(np.concatenate([np.broadcast_to(b, (live.size, 5)), cards], axis=1))   # [H]
-    compat = ~(cards[:, None, :, None] == cards[None, :, None, :]).any((-1, -2))        # [H, H]
-    wins = ((s[:, None] > s[None, :]) & compat).sum(1)
-    ties = ((s[:, None] == s[None, :]) & compat).sum(1)
+    cards = COMBOS[live]                                                               # [H, 2]
+    s = evaluate(np.concatenate([np.broadcast_to(b, (live.size, 5)), cards], axis=1)).astype(np.float64)
+    ordered = np.sort(s)
+    below = np.searchsorted(ordered, s, "left")                                        # incl. conflicting hands
+    equal = np.searchsorted(ordered, s, "right") - below                               # incl. the hand itself
+    holding = [np.flatnonzero((cards == c).any(1)) for c in range(52)]
+    M = max(len(x) for x in holding)
+    table = np.full((52, M), live.size)
+    for c, x in enumerate(holding):
+        table[c, :len(x)] = x
+    s_pad = np.append(s, np.nan)
+    same = [s_pad[table[cards[:, k]]] for k in (0, 1)]                                 # [H, M] each
+    count = [np.isfinite(x).sum(1) for x in same]                                      # hands holding each card
+    # A hand's conflicts are the hands holding its first or its second card; only itself holds both.
+    wins = below - sum((x < s[:, None]).sum(1) for x in same)
+    ties = equal - sum((x == s[:, None]).sum(1) for x in same) + 1
+    total = live.size - (count[0] + count[1] - 1)
     out = np.full(NUM_COMBOS, np.nan)
-    out[live] = (wins + 0.5 * ties) / compat.sum(1)
+    out[live] = (wins + 0.5 * ties) / total
     return out
 
 
@@ -78,8 +93,9 @@ def recursive_ranges(strength: np.ndarray, size: int, rng: np.random.Generator) 
         first = np.concatenate([[True], parent[1:] != parent[:-1]])           # the weaker half (or unsplit)
         new_lo = np.where(first, lo[parent], mid[parent])
         new_hi = np.where(first & split[parent], mid[parent], hi[parent])
-        part = mass[:, parent] * u[:, parent]
-        mass = np.where(first, part, mass[:, parent] - part)
+        m = mass[:, parent]
+        part = m * u[:, parent]
+        mass = np.where(first, part, m - part)
         lo, hi = new_lo, new_hi
     out = np.zeros((size, NUM_COMBOS))
     out[:, order] = mass

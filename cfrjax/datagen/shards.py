@@ -18,6 +18,7 @@ import re
 import time
 from typing import Callable, Iterator
 
+import jax
 import numpy as np
 
 from cfrjax.atomic import atomic_write
@@ -170,8 +171,6 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
     _check_manifest(config, out)
     _remove_stale(out, mine, config.shards)
     todo = [i for i in mine if not os.path.exists(shard_path(out, i, config.shards))]
-    import jax
-
     device = jax.devices()[0].device_kind
     base = dict(schema=SCHEMA_VERSION, shards=config.shards, seed=config.seed, spots=config.spots,
                 iterations=config.iterations, rule=config.rule, order=config.order, averaging=config.averaging,
