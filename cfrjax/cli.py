@@ -34,8 +34,8 @@ import signal
 import sys
 import time
 
-# Seconds to sleep after each chunk: only for tests that interrupt a run (a real run is
-# too fast to catch between checkpoints). Not a user option.
+# Seconds to sleep after each chunk (solve, solve-batch) or shard (datagen): only for tests
+# that interrupt a run (a real run is too fast to catch between checkpoints). Not a user option.
 _CHUNK_DELAY_ENV = "CFRJAX_TEST_CHUNK_DELAY_S"
 
 

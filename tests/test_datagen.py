@@ -287,7 +287,7 @@ def test_stored_spot_reevaluated_on_a_fresh_build(reference):
     stored = datagen.load_shard(datagen.shard_path(reference, 1, 3))
     job = datagen.solve_spots(cfg, datagen.sample_shard(cfg, 1))
     again = job.result()
-    for k in ("ranges", "values", "value", "exploitability", "norm"):
+    for k in datagen.ARRAYS:
         assert np.array_equal(again[k], stored[k]), k
     n = 1
     pot = float(stored["pot"][n])

@@ -179,7 +179,6 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
     def finish(pending) -> ShardWritten:
         arrays = pending.result()
         s = pending.spots
-        arrays["stack"] = np.full(s.pots.size, config.stack)
         meta = dict(base, shard=s.index, board=[int(c) for c in s.board], tree_group=s.group,
                     tree_pots=[config.pots[k] for k in config.tree_groups[s.group]])
         t0 = time.perf_counter()

@@ -64,12 +64,24 @@ def _labels(games, states):
 
 @dataclasses.dataclass
 class Pending:
-    """A shard dispatched to the device: `result()` waits for it and returns its arrays."""
+    """A shard dispatched to the device: `result()` waits for it and returns its arrays.
+
+    Attributes:
+      spots: the shard's sampled spots.
+      stack: the dataset's stack (chips).
+      hands: `[H]` the game's hand list (combo indices of the live hands).
+      outputs: the device arrays of `_labels` (best responses `[2, B]`, per-hand values
+        `[2, H, B]`, `Z [B]`), pot units.
+      states: the solved `SolverState`s (leading batch axis `B`), e.g. for their average
+        policies (pot-unit game: the same slots as the spot built in chips).
+      timings: host seconds so far (`build_s`, `dispatch_s`; `result()` adds `wait_s`).
+    """
 
     spots: ShardSpots
+    stack: float
     hands: np.ndarray
     outputs: tuple
-    states: object      # the solved states (leading batch axis), e.g. for their average policies
+    states: object
     timings: dict
 
     def result(self) -> dict:
@@ -86,7 +98,8 @@ class Pending:
         expl = 0.5 * (br[:, 0] + br[:, 1])                                     # pot units
         return dict(
             board=np.broadcast_to(s.board.astype(np.int8), (B, 5)).copy(),
-            pot=s.pots.astype(np.float64), ranges=s.ranges, values=cfv.astype(np.float32), norm=norm,
+            pot=s.pots.astype(np.float64), stack=np.full(B, self.stack), ranges=s.ranges,
+            values=cfv.astype(np.float32), norm=norm,
             value=np.einsum("bph,bph->bp", w[:, :, self.hands], v) * s.pots[:, None],
             exploitability=expl * s.pots, exploitability_pct_pot=100.0 * expl)
 
@@ -108,5 +121,5 @@ def solve_spots(config: DatagenConfig, spots: ShardSpots, game=None) -> Pending:
     states = solve_batch(games, states, config.iterations)
     with jax.enable_x64(True):
         outputs = _labels(games, states)
-    return Pending(spots=spots, hands=hands, outputs=outputs, states=states,
+    return Pending(spots=spots, stack=config.stack, hands=hands, outputs=outputs, states=states,
                    timings=dict(build_s=t1 - t0, dispatch_s=time.perf_counter() - t1))
