@@ -173,9 +173,9 @@ def test_hand_strength():
 
 
 def test_tree_groups_and_config_errors():
-    # Stack 55, one pot-sized bet. Pots 10 and 20 (behind 50, 45) fit a pot bet: one game in
-    # pot units. Pot 40 (behind 35) caps it to an all-in of 0.875 pots, pot 60 (behind 25) to
-    # 0.417 pots: two other games. Pot 110: nothing behind, check-check only.
+    # Stack 55, one pot-sized bet. Pots 10 and 20 (behind 50, 45) fit a pot bet: one game
+    # divided by the pot. Pot 40 (behind 35) caps it to an all-in of 0.875 pots, pot 60
+    # (behind 25) to 0.417 pots: two other games. Pot 110: nothing behind, check-check only.
     cfg = config(pots=(10, 40, 20, 60, 110))
     assert cfg.tree_groups == ((0, 2), (1,), (3,), (4,))
     assert cfg.pots == (10.0, 40.0, 20.0, 60.0, 110.0) and cfg.stack == 55.0
@@ -277,9 +277,10 @@ def _evaluate(game, avg):
 
 
 def test_stored_spot_reevaluated_on_a_fresh_build(reference):
-    """Shard 1 solved again (`solve_spots`: the same arrays as stored), and its spot 1's
-    average policy evaluated on the spot built afresh in chips from the stored board, pot
-    and ranges (labels kept, float64): the value by `cfrjax.expected_value`, per-hand
+    """Shard 1 solved again (`solve_spots`: the same arrays as stored), and its spot 0's
+    average policy (solved as the game of pot 10, the group's first) evaluated on the spot
+    built afresh in chips at its own pot, 20, from the stored board and ranges (labels
+    kept, float64): the value by `cfrjax.expected_value`, per-hand
     values of a few hands by the brute-force evaluator (eval7, deal by deal). (The
     exploitability is the same best-response pass every solve reports; a second compile
     of it here would double this test's cost.)"""
@@ -289,8 +290,9 @@ def test_stored_spot_reevaluated_on_a_fresh_build(reference):
     again = job.result()
     for k in datagen.ARRAYS:
         assert np.array_equal(again[k], stored[k]), k
-    n = 1
+    n = 0
     pot = float(stored["pot"][n])
+    assert pot == 20.0 and cfg.reference_pot(stored["meta"]["tree_group"]) == 10.0
     board = " ".join(card_str(c) for c in stored["board"][n])
     r = stored["ranges"][n].astype(np.float64)
     g = build_public(PokerSubgameSpec(board=board, pot=pot, stack=55, bet_fractions=(1.0,), raise_cap=0,

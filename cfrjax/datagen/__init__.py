@@ -45,7 +45,7 @@ pots from a finite grid (`DatagenConfig.pots`), grouped into tree groups
 (`cfrjax.datagen.config`); river spots only.
 """
 
-from cfrjax.datagen.config import SCHEMA_VERSION, DatagenConfig, default_pots, pot_unit_spec
+from cfrjax.datagen.config import SCHEMA_VERSION, DatagenConfig, default_pots, spot_spec
 from cfrjax.datagen.sampling import ShardSpots, hand_strength, recursive_ranges, sample_shard, shard_rng
 from cfrjax.datagen.shards import (
     ARRAYS, MANIFEST, ShardWritten, generate, generate_shards, load_shard, read_dataset, shard_path, worker_from_env,
@@ -54,7 +54,7 @@ from cfrjax.datagen.solve import Pending, solve_spots, spot_game
 
 __all__ = [
     "ARRAYS", "MANIFEST", "SCHEMA_VERSION", "DatagenConfig", "Pending", "ShardSpots", "ShardWritten",
-    "default_pots", "generate", "generate_shards", "hand_strength", "load_shard", "pot_unit_spec", "read_dataset",
-    "recursive_ranges", "sample_shard", "shard_path", "shard_rng", "solve_spots", "spot_game", "worker_from_env",
-    "worker_shards",
+    "default_pots", "generate", "generate_shards", "hand_strength", "load_shard", "read_dataset",
+    "recursive_ranges", "sample_shard", "shard_path", "shard_rng", "solve_spots", "spot_game", "spot_spec",
+    "worker_from_env", "worker_shards",
 ]

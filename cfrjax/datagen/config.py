@@ -6,14 +6,16 @@ never change the data. The config is frozen and hashable and validated at constr
 its JSON form (`manifest`) is kept next to the shards (`dataset.json`) so that a rerun
 with other options into the same folder is refused.
 
-Pots and trees. Bet sizes are pot fractions, so a river spot scaled by its pot is the same
-game for every pot whose bets all fit behind (`stack - pot / 2` chips): only an all-in
-cap (a bet or raise larger than the stack, cut to the stack or merged with the all-in)
-makes the pot-relative game depend on the pot, and then continuously (the all-in is
-`behind / pot` pots). Spots are therefore solved in pot units (pot 1, stack `stack /
-pot`), and pots come from a finite grid (`pots`, chips): grid pots whose pot-unit games
-are equal (same betting tree, same stakes: `tree_groups`) form one *tree group*, solved
-together in one batch; each capped pot has its own group.
+Pots and trees. Bet sizes are (mostly) pot fractions, so a river spot's game divided by
+its pot is the same for many pots: only what depends on the stack (an all-in cap, a bet
+cut to the stack or merged with the all-in; sizes computed from the stack) or on whole
+chips (sizes rounded to chips) makes the pot-relative game depend on the pot, and an
+all-in cap does so continuously (the all-in is `behind / pot` pots). Pots therefore come
+from a finite grid (`pots`, chips), and grid pots whose games divided by their pot are
+equal (same betting tree, payoffs over the pot equal to 12 decimals: `tree_groups`, from
+the actual chip builds, so nothing is assumed about the sizes) form one *tree group*.
+A group is solved as the game of its first pot (`reference_pot`); its values, divided by
+that pot, are every member's pot-relative values.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.cards import PokerSpecError
 from cfrjax.rules import AVERAGING, DEFAULT_ORDER, DEFAULT_RULE, DTYPES, ORDERS, RULES
 
-__all__ = ["DatagenConfig", "SCHEMA_VERSION", "default_pots", "pot_unit_spec"]
+__all__ = ["DatagenConfig", "SCHEMA_VERSION", "default_pots", "spot_spec"]
 
 #: Version of the shard schema (`cfrjax.datagen` module docstring); in every shard's meta.
 SCHEMA_VERSION = 1
@@ -59,10 +61,10 @@ def _resolve_spec(spec) -> tuple[PokerSubgameSpec, str]:
     return cfg, cfg.name
 
 
-def pot_unit_spec(template: PokerSubgameSpec, board, pot: float, stack: float) -> PokerSubgameSpec:
-    """The river spot on `board` with pot `pot` and stacks `stack` (chips) scaled to pot
-    units (pot 1, stack `stack / pot`), the template's betting, every live hand in range."""
-    return dataclasses.replace(template, board=board, pot=1.0, stack=stack / pot, range0=None, range1=None,
+def spot_spec(template: PokerSubgameSpec, board, pot: float, stack: float) -> PokerSubgameSpec:
+    """The river spot on `board` with pot `pot` and stacks `stack` (chips), the template's
+    betting, every live hand in range."""
+    return dataclasses.replace(template, board=board, pot=float(pot), stack=float(stack), range0=None, range1=None,
                                random_hands=None, name="datagen_spot", source=None)
 
 
@@ -146,20 +148,24 @@ class DatagenConfig:
 
     @functools.cached_property
     def tree_groups(self) -> tuple:
-        """`((pot indices), ...)`: the grid pots grouped by their pot-unit game (betting tree,
-        action names and payoffs of the tabular build of one deal on a fixed board, NumPy
-        only), in order of their smallest pot."""
+        """`((pot indices), ...)`: the grid pots grouped by their game divided by the pot
+        (the tabular build of one deal on a fixed board, NumPy only: tree shape and payoffs
+        over the pot, rounded to 12 decimals), in order of their first pot."""
         from cfrjax.game import fingerprint
         from cfrjax.games.poker.subgame import build_spec
 
         keys = {}
         for i, pot in enumerate(self.pots):
-            cfg = dataclasses.replace(pot_unit_spec(self.spec, "2s 3h 5d 8c Jh", pot, self.stack),
-                                      range0="AsAh", range1="KsKh")
-            g = build_spec(cfg)
-            key = (fingerprint(dict(parent=g.parent, kind=g.kind, payoff=g.payoff)), g.action_names)
+            g = build_spec(dataclasses.replace(spot_spec(self.spec, "2s 3h 5d 8c Jh", pot, self.stack),
+                                               range0="AsAh", range1="KsKh"))
+            key = fingerprint(dict(parent=g.parent, action=g.action, kind=g.kind,
+                                   payoff=np.round(g.payoff / pot, 12) + 0.0))
             keys.setdefault(key, []).append(i)
         return tuple(tuple(v) for v in keys.values())
+
+    def reference_pot(self, group: int) -> float:
+        """The pot (chips) whose game tree group `group` is solved as: its first pot."""
+        return self.pots[self.tree_groups[group][0]]
 
     def manifest(self) -> dict:
         """The JSON form of the dataset (`dataset.json`): schema version, every field, the

@@ -1,8 +1,9 @@
 """Solving one shard's spots in one batch and reading off their labels.
 
 The spots of a shard share a board and a tree group (`cfrjax.datagen.sampling`), so they
-are one batch of one game: the group's pot-unit river game on the board (every live
-hand, `build_public`), ranges set per spot (`cfrjax.public.passes.set_ranges` under
+are one batch of one game: the river game of the group's reference pot on the board
+(every live hand, `build_public`; `DatagenConfig.tree_groups`: every pot of the group
+has this game divided by its pot), ranges set per spot (`cfrjax.public.passes.set_ranges` under
 `vmap`, `cfrjax.batch_axes`), solved with `cfrjax.solve_batch`. The game is solved
 *without its labels* (`labels=None`): labels name the board's hands and are static
 metadata, so every board would otherwise compile its own executables; the passes never
@@ -12,7 +13,8 @@ Labels of each spot, evaluated in float64 from the float32 (or float64) average 
 (the project's rule: every reported number in float64), batch-last like the solve:
 both best-response values (exploitability = their mean, NashConv / 2) and both
 players' per-hand counterfactual values at the root (`cfrjax.public.passes.hand_values`),
-with the normaliser `Z` recomputed in float64 from the stored ranges.
+with the normaliser `Z` recomputed in float64 from the stored ranges; divided by the
+reference pot they are pot-relative, and times each spot's pot its chips.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.batch import batch_axes, init_batch, solve_batch
-from cfrjax.datagen.config import DatagenConfig, pot_unit_spec
+from cfrjax.datagen.config import DatagenConfig, spot_spec
 from cfrjax.datagen.sampling import ShardSpots
 from cfrjax.driver import with_float_dtype
 from cfrjax.games.poker.cards import NUM_COMBOS, board_str
@@ -37,10 +39,11 @@ __all__ = ["Pending", "solve_spots", "spot_game"]
 
 
 def spot_game(config: DatagenConfig, board, group: int):
-    """The pot-unit game (pot 1, stack `stack / pot`) of tree group `group` on `board`:
-    every live hand, the config's float dtype, labels kept (`solve_spots` drops them)."""
-    pot = config.pots[config.tree_groups[group][0]]
-    return build_public(pot_unit_spec(config.spec, board_str(board), pot, config.stack), dtype=config.dtype)
+    """The game tree group `group` is solved as on `board`: its reference pot, the
+    dataset's stack, every live hand, the config's float dtype, labels kept
+    (`solve_spots` drops them)."""
+    return build_public(spot_spec(config.spec, board_str(board), config.reference_pot(group), config.stack),
+                        dtype=config.dtype)
 
 
 @jax.jit
@@ -70,15 +73,17 @@ class Pending:
       spots: the shard's sampled spots.
       stack: the dataset's stack (chips).
       hands: `[H]` the game's hand list (combo indices of the live hands).
+      ref_pot: the pot (chips) of the game solved (`DatagenConfig.reference_pot`).
       outputs: the device arrays of `_labels` (best responses `[2, B]`, per-hand values
-        `[2, H, B]`, `Z [B]`), pot units.
+        `[2, H, B]`, `Z [B]`), in chips of `ref_pot`.
       states: the solved `SolverState`s (leading batch axis `B`), e.g. for their average
-        policies (pot-unit game: the same slots as the spot built in chips).
+        policies (the game of `ref_pot`: the same slots as each spot built at its pot).
       timings: host seconds so far (`build_s`, `dispatch_s`; `result()` adds `wait_s`).
     """
 
     spots: ShardSpots
     stack: float
+    ref_pot: float
     hands: np.ndarray
     outputs: tuple
     states: object
@@ -89,7 +94,7 @@ class Pending:
         t0 = time.perf_counter()
         br, v, norm = (np.asarray(x, np.float64) for x in self.outputs)
         self.timings["wait_s"] = time.perf_counter() - t0
-        br, v = br.T, np.moveaxis(v, -1, 0)                                   # [B, 2], [B, 2, H]
+        br, v = br.T / self.ref_pot, np.moveaxis(v, -1, 0) / self.ref_pot    # [B, 2], [B, 2, H], pot units
         s = self.spots
         B = s.pots.size
         cfv = np.zeros((B, 2, NUM_COMBOS), np.float64)
@@ -121,5 +126,6 @@ def solve_spots(config: DatagenConfig, spots: ShardSpots, game=None) -> Pending:
     states = solve_batch(games, states, config.iterations)
     with jax.enable_x64(True):
         outputs = _labels(games, states)
-    return Pending(spots=spots, stack=config.stack, hands=hands, outputs=outputs, states=states,
+    return Pending(spots=spots, stack=config.stack, ref_pot=config.reference_pot(spots.group), hands=hands,
+                   outputs=outputs, states=states,
                    timings=dict(build_s=t1 - t0, dispatch_s=time.perf_counter() - t1))
