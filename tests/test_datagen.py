@@ -236,7 +236,9 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 def test_schema_and_labels(reference):
     cfg = config()
     with open(os.path.join(reference, datagen.MANIFEST)) as f:
-        assert json.load(f) == cfg.manifest()
+        manifest = json.load(f)
+    assert manifest == cfg.manifest() and manifest["betting"] == dict(bet_fractions=[1.0], raise_fractions=None,
+                                                                        raise_cap=0)
     data = datagen.read_dataset(reference)
     N = 6
     shapes = dict(board=((N, 5), np.int8), pot=((N,), np.float64), stack=((N,), np.float64),

@@ -177,8 +177,18 @@ class DatagenConfig:
 
 
 def _jsonable(x):
-    if isinstance(x, tuple):
+    """`x` as plain JSON values: dataclasses as dicts, tuples as lists, a non-finite float
+    as its name, anything else unknown as its `repr`."""
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {f.name: _jsonable(getattr(x, f.name)) for f in dataclasses.fields(x)}
+    if isinstance(x, (tuple, list)):
         return [_jsonable(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
     if isinstance(x, (np.floating, np.integer)):
-        return x.item()
-    return x
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return x
+    return repr(x)

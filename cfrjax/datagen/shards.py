@@ -74,7 +74,7 @@ def worker_from_env(environ=None) -> tuple[int, int]:
 def _check_manifest(config: DatagenConfig, out: str) -> None:
     """Write `out/dataset.json`, or check that the one there describes this dataset."""
     path = os.path.join(out, MANIFEST)
-    want = config.manifest()
+    want = json.loads(json.dumps(config.manifest()))       # as read back
     if os.path.exists(path):
         with open(path, encoding="utf-8") as f:
             have = json.load(f)
