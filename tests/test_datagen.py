@@ -15,6 +15,7 @@ command-line runs start in the background at collection (`tests/background.py`) 
 types on, as in this process, so that both run the same programs.
 """
 
+import atexit
 import json
 import os
 import shutil
@@ -80,10 +81,7 @@ def _interrupted(sig):
 BACKGROUND = {"sigterm": lambda: _interrupted(signal.SIGTERM), "sigkill": lambda: _interrupted(signal.SIGKILL)}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _work():
-    yield
-    shutil.rmtree(WORK, ignore_errors=True)
+atexit.register(shutil.rmtree, WORK, True)   # also when the module's tests are all deselected
 
 
 @pytest.fixture(scope="module")
