@@ -5,7 +5,7 @@ A game is compiled once into a *form* (`cfrjax.forms`): the tabular form (any ga
 hands). Everything below works on either.
 """
 
-from cfrjax import batch, memory, multihost, policy, profile, shard
+from cfrjax import batch, datagen, memory, multihost, policy, profile, shard
 from cfrjax.batch import batch_axes, solve_batch
 from cfrjax.best_response import (
     best_response_value, best_response_values, exploitability, expected_value, expected_values)
@@ -42,7 +42,7 @@ __all__ = [
     "CertificateError", "CheckpointError", "Chunk", "CompiledGame", "Config", "GameLabels", "GameSpec",
     "LeafFunction", "NodeReport", "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy",
     "batch", "batch_axes", "best_response_value", "best_response_values", "checkpoint_info", "compile_game",
-    "current_policy", "depth_limited", "enable_compile_cache", "evaluate", "evaluate_values", "exact_leaf",
+    "current_policy", "datagen", "depth_limited", "enable_compile_cache", "evaluate", "evaluate_values", "exact_leaf",
     "exact_leaf_policy", "exploitability", "expected_value", "expected_values", "form_name", "form_of",
     "from_openspiel_policy", "init", "load_checkpoint", "load_game", "load_policy", "load_report", "lock", "memory",
     "multihost", "node_report", "policy", "profile",

@@ -16,6 +16,11 @@
                       [--csv FILE.csv] [--npz FILE.npz]
                                    a poker spot's hands at a public node: strategy, EV,
                                    equity, range (cfrjax.public.report)
+    cfrjax datagen [SPEC] --out DIR --shards N [--spots B] [--iterations N] [--pots P,P,..]
+                      [--stack S] [--seed S] [--worker I --num-workers N]
+                                   random river spots solved in batches, written to
+                                   DIR/shard-*.npz (cfrjax.datagen: schema, resuming,
+                                   SLURM job arrays)
     cfrjax show POLICY INFOSET     action probabilities of a saved policy
     cfrjax games [--dir DIR]       built-in games and the specs in games/, with sizes
 
@@ -34,8 +39,8 @@ import signal
 import sys
 import time
 
-# Seconds to sleep after each chunk: only for tests that interrupt a run (a real run is
-# too fast to catch between checkpoints). Not a user option.
+# Seconds to sleep after each chunk (solve, solve-batch) or shard (datagen): only for tests
+# that interrupt a run (a real run is too fast to catch between checkpoints). Not a user option.
 _CHUNK_DELAY_ENV = "CFRJAX_TEST_CHUNK_DELAY_S"
 
 
@@ -108,6 +113,30 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--restart", action="store_true", help="start over instead of resuming from the shard files")
     b.add_argument("--json", action="store_true", help="print one JSON object (this process's summary) as the "
                                                        "last stdout line")
+
+    d = sub.add_parser("datagen", help="training data for value networks: random river spots (board, pot, "
+                                       "ranges), solved in batches, written to sharded .npz files (resumable)")
+    d.add_argument("spec", nargs="?", default="hunl_river_full",
+                   help="template river spot whose betting (bet sizes, raises) the data use: a shipped spec name "
+                        "or a .toml path (default hunl_river_full)")
+    d.add_argument("--out", required=True, metavar="DIR",
+                   help="dataset folder: dataset.json and shard-<i>-of-<n>.npz; shards already there are kept")
+    d.add_argument("--shards", type=int, required=True, metavar="N", help="shards in the dataset")
+    d.add_argument("--spots", type=int, default=1024, metavar="B",
+                   help="spots per shard, solved as one batch (one board per shard; default 1024)")
+    d.add_argument("--iterations", type=int, default=1000, help="iterations per spot (default 1000)")
+    d.add_argument("--pots", default=None, metavar="P,P,...",
+                   help="pot grid in chips, each spot's pot uniform over it (default: 2 stack / 2^k, k = 5..1)")
+    d.add_argument("--stack", type=float, default=None,
+                   help="each player's stack at the start of the hand, chips (default: the spec's)")
+    d.add_argument("--seed", type=int, default=0, help="dataset seed (shard i: SeedSequence(seed, spawn_key=(i,)))")
+    d.add_argument("--worker", type=int, default=None, metavar="I",
+                   help="this worker, 0..N-1: it fills shards I, I+N, ... (default: $SLURM_ARRAY_TASK_ID's place "
+                        "in the job array, else 0)")
+    d.add_argument("--num-workers", type=int, default=None, metavar="N",
+                   help="independent workers filling one dataset (default: $SLURM_ARRAY_TASK_COUNT, else 1)")
+    _solver_options(d)
+    d.add_argument("--json", action="store_true", help="print one JSON object (the summary) as the last stdout line")
 
     sh = sub.add_parser("show", help="a poker spot's hand x action table at a public node (strategy, EV, equity), "
                                      "or the action probabilities of information sets in a saved policy")
@@ -485,6 +514,59 @@ def _supervised_batch(args, argv) -> int | None:
 
 
 # ----------------------------------------------------------------------------------------
+# datagen
+
+
+def _datagen(args) -> int:
+    """`cfrjax datagen`: `cfrjax.datagen.generate` with a stop on SIGTERM / SIGINT after
+    the shard in flight (exit code 128 + the signal) and a one-line summary (or JSON)."""
+    import jax
+
+    if args.form == "tabular":
+        raise ValueError("--form tabular: datagen solves in the public form (batches of full-range spots)")
+    if args.dtype == "float64":
+        jax.config.update("jax_enable_x64", True)  # an application may flip it; the library never does
+    from cfrjax import datagen
+    from cfrjax.compile_cache import enable_compile_cache
+
+    pots = None
+    if args.pots is not None:
+        try:
+            pots = tuple(float(p) for p in args.pots.split(","))
+        except ValueError:
+            raise ValueError(f"--pots {args.pots!r}: expected chips separated by commas, e.g. 10,20,40") from None
+    config = datagen.DatagenConfig(args.spec, stack=args.stack, pots=pots, spots=args.spots, shards=args.shards,
+                                   iterations=args.iterations, rule=args.rule, order=args.order,
+                                   averaging=args.averaging, dtype=args.dtype, seed=args.seed)
+    enable_compile_cache(args.compile_cache)
+    delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
+
+    def slow(shard):  # test hook: a pause after each shard, announced, so a test can interrupt a run
+        print(f"{_CHUNK_DELAY_ENV}: shard {shard.index}", file=sys.stderr, flush=True)
+        time.sleep(delay)
+
+    with _Stop() as stop:
+        r = datagen.generate(config, args.out, worker=args.worker, num_workers=args.num_workers, progress=None,
+                             stop=lambda: stop.signum is not None, on_shard=slow if delay else None)
+    done = r["skipped"] + r["written"]
+    if args.json:
+        print(json.dumps(dict(r, out=args.out, stopped_by=None if stop.signum is None else
+                              signal.Signals(stop.signum).name)))
+    else:
+        rate = "" if r["solves_per_minute"] is None else f" ({r['solves_per_minute']:,.0f} solves per minute)"
+        expl = "" if r["exploitability_pct_pot_median"] is None else \
+            f"; exploitability median {r['exploitability_pct_pot_median']:.4g}%, max " \
+            f"{r['exploitability_pct_pot_max']:.4g}% of the pot"
+        print(f"datagen worker {r['worker']} of {r['num_workers']}: wrote {r['written']} shards ({r['spots']:,} "
+              f"spots) to {args.out} in {r['seconds']:.1f} s{rate}{expl}; {done} of its {r['owned']} shards done")
+    if stop.signum is not None:
+        print(f"cfrjax: stopped by {signal.Signals(stop.signum).name} after the shard in flight; {done} of this "
+              f"worker's {r['owned']} shards are written (run the same command to resume)", file=sys.stderr)
+        return 128 + stop.signum
+    return 0
+
+
+# ----------------------------------------------------------------------------------------
 # show
 
 #: `cfrjax show SPOT NODE --sort` keys (largest first; "hand": hand-list order).
@@ -767,6 +849,8 @@ def main(argv=None) -> int:
         if args.command == "games":
             _games(args)
             return 0
+        if args.command == "datagen":
+            return _datagen(args)
         if args.command == "solve-batch":
             supervised = _supervised_batch(args, sys.argv[1:] if argv is None else list(argv))
             if supervised is not None:

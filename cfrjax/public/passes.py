@@ -57,8 +57,8 @@ from cfrjax.passes import lift
 from cfrjax.public import terminals
 from cfrjax.public.game import PublicGame
 
-__all__ = ["backward", "best_response_values", "expected_value", "expected_values", "forward", "infosets",
-           "leaf_values", "node_values", "regret_pass", "scratch_elements", "set_ranges", "strategy_rows"]
+__all__ = ["backward", "best_response_values", "expected_value", "expected_values", "forward", "hand_values",
+           "infosets", "leaf_values", "node_values", "regret_pass", "scratch_elements", "set_ranges", "strategy_rows"]
 
 
 def _lanes(player) -> tuple:
@@ -444,6 +444,16 @@ def regret_pass(game: PublicGame, sigma_ext, regret, player):
     """
     lanes = _lanes(player)
     return _on_platform(lambda cpu: _sweep(game, sigma_ext, lanes, "regret", cpu, regret)[1:])
+
+
+def hand_values(game: PublicGame, policy):
+    """`[2, H, *batch]`: both players' counterfactual values per hand at the root when
+    both play `policy` `[S, H, *batch]`: `v_p[h] = sum_h' compat(h, h') w_q[h'] u_p(h, h')
+    / Z` (q the opponent; `u_p` player p's expected payoff of the deal under `policy`,
+    chance included), the own range weight not included, so `sum_h w_p[h] v_p[h]` is
+    player p's expected value (`expected_value` for p = 0). A hand the opponent's range
+    cannot meet has value 0."""
+    return _on_platform(lambda cpu: _sweep(game, passes.extend(policy), (0, 1), "ev", cpu)[0])
 
 
 def _weighted(game: PublicGame, root, lanes):
