@@ -235,8 +235,9 @@ def test_schema_and_labels(reference):
     cfg = config()
     with open(os.path.join(reference, datagen.MANIFEST)) as f:
         manifest = json.load(f)
-    assert manifest == cfg.manifest() and manifest["betting"] == dict(bet_fractions=[1.0], raise_fractions=None,
-                                                                        raise_cap=0)
+    assert manifest == cfg.manifest()
+    assert {k: manifest["betting"][k] for k in ("bet_fractions", "raise_fractions", "raise_cap")} == dict(
+        bet_fractions=[1.0], raise_fractions=None, raise_cap=0)
     data = datagen.read_dataset(reference)
     N = 6
     shapes = dict(board=((N, 5), np.int8), pot=((N,), np.float64), stack=((N,), np.float64),

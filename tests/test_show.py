@@ -89,7 +89,7 @@ def _value0(spot, s, deal, pol):
     if s["kind"] == "end":
         if s["street"] == 5:
             return _value0(spot, spot.after_end(s), deal, pol)
-        cards = spot.river_cards(deal[0] + deal[1])
+        cards = spot.next_cards(s, deal[0] + deal[1])
         return sum(_value0(spot, spot.after_end(s, c), deal, pol) for c in cards) / len(cards)
     probs = pol[f"P{s['p']}|{hand_name(deal[s['p']])}|{s['code']}"]
     return sum(q * _value0(spot, t, deal, pol) for q, (_, t) in zip(probs, spot.actions(s)) if q)
@@ -102,9 +102,9 @@ def _share(spot, s, deal, p):
         return 1.0 if a > b else 0.5 if a == b else 0.0
     if len(spot.board) == 5:
         return one(spot.board)
-    if s["river"] != "":
-        return one(spot.board + (s["river"],))
-    cards = spot.river_cards(deal[0] + deal[1])
+    if s["dealt"]:
+        return one(spot.board + s["dealt"])
+    cards = spot.next_cards(s, deal[0] + deal[1])
     return sum(one(spot.board + (c,)) for c in cards) / len(cards)
 
 
@@ -120,7 +120,7 @@ def brute_force(spot, pol, code):
             return
         if s["kind"] == "end":
             if s["street"] == 4:
-                cards = spot.river_cards(deal[0] + deal[1])
+                cards = spot.next_cards(s, deal[0] + deal[1])
                 for c in cards:
                     walk(spot.after_end(s, c), deal, reach, chance / len(cards))
             return

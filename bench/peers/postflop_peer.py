@@ -68,11 +68,12 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DRIVER_SRC = os.path.join(HERE, "postflop_driver")
 DEFAULT_BUILD = os.path.join(os.path.expanduser("~"), ".cache", "cfrjax-peers", "postflop-driver")
 SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full", "turn_sizes": "hunl_turn_sizes",
-         "river_rake": "hunl_river_full_rake", "turn_rake": "hunl_turn_full_rake"}
+         "river_rake": "hunl_river_full_rake", "turn_rake": "hunl_turn_full_rake",
+         "turn_sizes_rake": "hunl_turn_sizes_rake"}
 #: Spots whose spec is not shipped with cfrjax: spec name -> file.
-SPEC_FILES = {"hunl_turn_sizes": os.path.join(HERE, "spots", "hunl_turn_sizes.toml")}
+SPEC_FILES = {name: os.path.join(HERE, "spots", name + ".toml") for name in ("hunl_turn_sizes", "hunl_turn_sizes_rake")}
 #: Spots whose 1-thread run dumps its strategy for the same-game check.
-CHECK_SPOTS = ("river", "turn_sizes", "river_rake", "turn_rake")
+CHECK_SPOTS = ("river", "turn_sizes", "river_rake", "turn_rake", "turn_sizes_rake")
 
 sys.path.insert(0, HERE)
 from public_policy import evaluate, history_code, policy_from_nodes  # noqa: E402  (shared with texassolver_peer)
