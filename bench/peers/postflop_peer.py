@@ -127,39 +127,68 @@ def solver_version(solver_dir: str) -> dict:
 
 # ---------------------------------------------------------------- the spot
 
-def spot_of_spec(spec_name: str) -> dict:
+def spot_of_spec(spec_name: str, combos: bool = False) -> dict:
     """Driver arguments for a shipped cfrjax poker spec, after checking the spec is one the
-    driver can build (full ranges, no raises)."""
+    driver can build (full ranges, no raises). `combos=True` also takes a spec with other
+    ranges: the hands cfrjax deals each player (with their weights) become the driver's
+    `range0`/`range1` strings of single combos ("AsKh,QdQc:0.5,..."), postflop-solver's
+    syntax."""
     import tomllib
     path = os.path.join(ROOT, "cfrjax", "specs", spec_name + ".toml")
     with open(path, "rb") as f:
         t = tomllib.load(f)
     b, r = t.get("betting", {}), t.get("ranges", {})
     problems = []
-    if r.get("range0", "any") != "any" or r.get("range1", "any") != "any":
+    full = r.get("range0", "any") == "any" and r.get("range1", "any") == "any" and "random_hands" not in r
+    if not full and not combos:
         problems.append("ranges are not full")
     if b.get("raise_cap", 0) != 0:
         problems.append("raises allowed")
     if problems:
         raise ValueError(f"{spec_name}: {', '.join(problems)}: not the driver's spot")
     pot, stack = int(t["pot"]), int(t["stack"])
-    return dict(spec=spec_name, board=t["board"], pot=pot, stack=stack, behind=stack - pot // 2,
+    spot = dict(spec=spec_name, board=t["board"], pot=pot, stack=stack, behind=stack - pot // 2,
                 bets=",".join(f"{100 * x:g}%" for x in b["bet_fractions"]), spec_path=os.path.relpath(path, ROOT))
+    if not full:
+        spot.update(range0=combo_range(spec_name, 0), range1=combo_range(spec_name, 1))
+    return spot
+
+
+def combo_range(spec_name: str, player: int) -> str:
+    """The hands cfrjax's public form of the spec deals `player`, as a postflop-solver range
+    string of single combos, weights other than 1 after a colon."""
+    import cfrjax
+    game = cfrjax.load_game(spec_name, form="public")
+    w = np.asarray(game.weights, np.float64)[player]
+    order = "23456789TJQKA"
+
+    def high_first(n):  # postflop-solver wants the higher rank first ("QdAc" is refused)
+        a, b = n[:2], n[2:]
+        return a + b if order.index(a[0]) >= order.index(b[0]) else b + a
+    return ",".join(high_first(n) + ("" if x == 1 else f":{x:.9g}")
+                    for n, x in zip(game.labels.hand_names, w) if x > 0)
 
 
 def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | None = None,
-               eval_every: int = 0) -> dict:
+               eval_every: int = 0, extra=(), prefix=()) -> dict:
+    """One driver run (its JSON record, plus `command`). `extra`: more driver arguments
+    (`--target`, `--max-seconds`); `prefix`: a command to run it under (`taskset -c 0`)."""
     cmd = [exe, "--board", spot["board"], "--pot", str(spot["pot"]), "--stack", str(spot["behind"]),
            "--bets", spot["bets"], "--iterations", str(iterations), "--threads", str(threads)]
+    for p in (0, 1):
+        if spot.get(f"range{p}"):
+            cmd += [f"--range{p}", spot[f"range{p}"]]
     if eval_every:
         cmd += ["--eval-every", str(eval_every)]
     if dump:
         cmd += ["--dump-strategy", dump]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    cmd += [str(x) for x in extra]
+    out = subprocess.run(list(prefix) + cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"driver failed: {out.stderr.strip()[-1000:]}")
     rec = json.loads(out.stdout.strip().splitlines()[-1])
-    rec["command"] = " ".join(["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c else c for c in cmd[1:]])
+    shown = [c if len(c) < 80 else f"<{c.count(',') + 1} combos>" for c in cmd[1:]]
+    rec["command"] = " ".join(list(prefix) + ["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c else c for c in shown])
     return rec
 
 
