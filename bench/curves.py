@@ -49,7 +49,8 @@ Timing (seconds exclude evaluation; how, per arm, is the record's `timing`):
   * OpenSpiel, LiteEFG, NoRegret, postflop-solver: chunks of K iterations timed one by one,
     the evaluation between them outside the clocks; cumulative.
   * TexasSolver: its own loop clock minus its earlier best-response passes, each timed from
-    its output (`texassolver_peer.run_curve`).
+    its output (`texassolver_peer.run_curve`); its CPU seconds come from /proc in 10 ms
+    ticks, too coarse for the river's ~20 ms solves.
 Each point also has the solving process's CPU seconds (same exclusions): on a shared machine
 wall time includes waiting for a core, CPU time does not (for a multi-threaded arm it is the
 sum over its threads). Records carry the machine's load before and after each arm.
@@ -283,8 +284,12 @@ CHILDREN = dict(cfrjax=child_cfrjax, openspiel=child_openspiel, liteefg=child_li
 
 # ---------------------------------------------------------------- the parent: one job per arm
 
+PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
+_PARENT_ENV = {}  # variables main() set for this process only (not passed to the arms)
+
+
 def run_child(job: dict, prefix=(), env_extra=None, pythonpath=None) -> dict:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in _PARENT_ENV}
     env.update(env_extra or {})
     paths = [p for p in (pythonpath, ROOT, env.get("PYTHONPATH")) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -301,7 +306,7 @@ class Runner:
         self.args, self.env = args, env
         self.records: list[dict] = []
         self.failed = False
-        self.cpu = env["backend"] == "cpu"
+        self.cpu = env["jax_backend"] == "cpu"
         self._postflop = self._texas = self._noregret = None
 
     # -- bookkeeping
@@ -476,8 +481,8 @@ class Runner:
                                              eval_every=g["eval_every"], prefix=prefix,
                                              extra=["--target", ths[-1], "--max-seconds", b["max_solve_s"]])
                 pts = [list(p) for p in r.pop("curve")]
-                out = dict(backend="postflop-solver", rule=r["algorithm"], order="alternating",
-                           averaging="its DCFR's (gamma 3, reset at powers of 4)", precision="float32",
+                out = dict(backend="postflop-solver", rule="dcfr (its own: alpha 1.5, beta 0.5)", order="alternating",
+                           averaging="its own: gamma 3, reset at powers of 4", precision="float32",
                            form="its own tree (range vectors)", threads=f"{th} thread{'s' if th > 1 else ''} (rayon)",
                            versions=vers, build_s=r["build_s"], command=r["command"],
                            timing="each solve_step timed (wall and process CPU clocks) by our driver; "
@@ -545,10 +550,10 @@ class Runner:
 
 
 def device_slug(env) -> str:
-    if env["backend"] == "cpu":
+    if env["jax_backend"] == "cpu":
         return "cpu"
     kind = env["device"].lower().replace("nvidia", "").strip()
-    return "".join(c if c.isalnum() else "_" for c in kind).strip("_") or env["backend"]
+    return "".join(c if c.isalnum() else "_" for c in kind).strip("_") or env["jax_backend"]
 
 
 def main(argv=None) -> int:
@@ -585,8 +590,13 @@ def main(argv=None) -> int:
         write_specs(args.write_specs, select(load_suite(), ",".join(g["suite"] for g in GAMES.values()
                                                                        if g["kind"] == "openspiel")))
         return 0
+    if PREALLOCATE not in os.environ:
+        # On a GPU this process only asks for the device's name (and evaluates small checks):
+        # it must not take JAX's default 75% of the memory the arms' processes need.
+        os.environ[PREALLOCATE] = _PARENT_ENV[PREALLOCATE] = "false"
     from common import environment
     env = environment()
+    env["jax_backend"] = env.pop("backend")  # `backend` names each record's solver
     import jax
     jax.config.update("jax_enable_x64", True)  # this process only evaluates (the same-game checks), in float64
     out = args.out or os.path.join(HERE, "results", f"curves_{device_slug(env)}.jsonl")

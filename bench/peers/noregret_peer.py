@@ -31,7 +31,11 @@ Semantics, read from noregret 0.0.0.dev17's sources:
   * `regret_minimizers/sequence_form_polytopes.py`: `CFR` (`CounterfactualRegretMinimization`)
     regret-matches cumulative counterfactual regrets; `CFR_plus` floors them at 0 after every
     observation (RM+); `DCFR` discounts positive/negative regrets by t^a/(t^a+1), t^b/(t^b+1)
-    (alpha 1.5, beta 0, gamma 2). Counterfactual regrets come from the sequence-form utility
+    (alpha 1.5, beta 0, gamma 2). Its average (`DiscountedRegretMinimizer.
+    _update_average_strategy`) weighs iteration t by (t/(t+1))^gamma itself, not by the
+    product of those factors (t^gamma, the DCFR paper's and cfrjax's): nearly uniform
+    averaging, so its DCFR converges like CFR with discounted regrets (bench/curves.py runs it
+    as such and says so in its records). Counterfactual regrets come from the sequence-form utility
     vector by one sparse pass per depth level. A decision point whose positive-regret sum is
     `isclose` to 0 (atol 1e-8) plays uniform (`SequenceFormPolytope.normalize`).
   * `regret_minimizers/regret_minimizers.py` `_update_average_strategy`: the average is of
