@@ -316,6 +316,14 @@ def _target_label(r, k) -> str:
     return f"{100 * t / r['pot']:g}%" if r.get("pot") else f"{t:g}"
 
 
+TICK_CLOCKS = ("TexasSolver",)  # CPU time read from /proc in 10 ms ticks: shown only from 0.1 s
+
+
+def _cpu(r, c):
+    """A CPU-seconds figure of record `r`, or None where its clock is too coarse for it."""
+    return None if c is None or (r.get("backend") in TICK_CLOCKS and c < 0.1) else c
+
+
 def _secs(x) -> str:
     return "-" if x is None else (f"{x:.3g}" if x < 100 else f"{x:.0f}")
 
@@ -324,7 +332,8 @@ def curves_table(records, compact: bool = False) -> str:
     """bench/curves.py records: per device, every arm's ms/iter and time to each target
     (wall seconds of solving, evaluation excluded; CPU seconds in parentheses) and its ratio
     to cfrjax's default (DCFR alternating, the game's default form, all cores). `compact`:
-    the README's columns (game, arm, ms/iter, times and ratios)."""
+    the README's columns (game, arm, ms/iter, times and ratios). CPU figures of an arm whose
+    CPU clock ticks in 10 ms (`TICK_CLOCKS`) are left out below 0.1 s."""
     parts = []
     for dev in dict.fromkeys(_curve_device(r) for r in records):
         recs = [r for r in records if _curve_device(r) == dev]
@@ -347,17 +356,17 @@ def curves_table(records, compact: bool = False) -> str:
                     rt = ref["to_target"][k] if ref else None
                     reached = rt is not None and rt["iterations"] is not None
                     if tt["iterations"] is None:
-                        w, c, more = r["solve_s"][-1], r["cpu_s"][-1], "> "
+                        w, c, more = r["solve_s"][-1], _cpu(r, r["cpu_s"][-1]), "> "
                         cells.append(f"> {_secs(w)}")
                     else:
-                        w, c, more = tt["solve_s"], tt["cpu_s"], ""
+                        w, c, more = tt["solve_s"], _cpu(r, tt["cpu_s"]), ""
                         cells.append(f"{_secs(w)}" + ("" if c is None else f" ({_secs(c)})"))
                     if not reached:
                         cells.append("-")
                     else:
                         cr = "" if c is None or not rt["cpu_s"] else f" ({more}{c / rt['cpu_s']:.3g})"
                         cells.append(f"{more}{w / rt['solve_s']:.3g}{cr}")
-                cpu = "" if r.get("cpu_ms_per_iter") is None else f" ({r['cpu_ms_per_iter']:.3g})"
+                cpu = "" if _cpu(r, r["cpu_s"][-1]) is None else f" ({r['cpu_ms_per_iter']:.3g})"
                 same = "" if r.get("same_game", True) else " (its own game)"
                 pin = ", pinned" if r.get("pinning") == "taskset -c 0" else ""
                 if compact:
