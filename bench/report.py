@@ -12,7 +12,10 @@ CPU, the exploitability sanity check, thread counts; latest run of each game),
 row per arm and device, and a detail table), `batched` and `bandwidth` (bench/batched.py:
 throughput per batch size with the bytes-per-iteration model). With `--plots DIR`
 (matplotlib), writes `matrix_ms_per_iter.png` (ms/iter vs nodes, log-log) and
-`batched_throughput.png` (subgame-iterations/s vs B, log-log) into DIR.
+`batched_throughput.png` (subgame-iterations/s vs B, log-log) into DIR. `curves`
+(bench/curves.py): per device, one time-to-target table of every arm with its ratio to
+cfrjax, and with `--plots DIR` one `curves_<game>.png` per game (exploitability against
+solve seconds, log-log, one line per arm).
 """
 
 from __future__ import annotations
@@ -288,7 +291,140 @@ def cpu_liteefg_table(records) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(records, plots_dir=None) -> str:
+CURVES_REFERENCE = ("dcfr", "alternating")  # cfrjax's default: the ratios' denominator
+
+
+def _curve_device(r) -> str:
+    """The machine a curves record was measured on: "CPU", or the GPU's name."""
+    dev = r.get("device") or r.get("jax_backend") or "?"
+    return "CPU" if dev.lower() == "cpu" else dev
+
+
+def _curve_reference(recs, game):
+    """cfrjax's default configuration, its game's default form, all cores (None if absent)."""
+    form = "tabular" if all(r.get("form") != "public" for r in recs if r["game"] == game
+                            and r.get("backend") == "cfrjax") else "public"
+    for r in recs:
+        if (r["game"] == game and r.get("backend") == "cfrjax" and not r.get("pinning") and r.get("form") == form
+                and (r.get("rule"), r.get("order")) == CURVES_REFERENCE and "to_target" in r):
+            return r
+    return None
+
+
+def _target_label(r, k) -> str:
+    t = r["thresholds"][k]
+    return f"{100 * t / r['pot']:g}%" if r.get("pot") else f"{t:g}"
+
+
+TICK_CLOCKS = ("TexasSolver",)  # CPU time read from /proc in 10 ms ticks: shown only from 0.1 s
+
+
+def _cpu(r, c):
+    """A CPU-seconds figure of record `r`, or None where its clock is too coarse for it."""
+    return None if c is None or (r.get("backend") in TICK_CLOCKS and c < 0.1) else c
+
+
+def _secs(x) -> str:
+    return "-" if x is None else (f"{x:.3g}" if x < 100 else f"{x:.0f}")
+
+
+def curves_table(records, compact: bool = False) -> str:
+    """bench/curves.py records: per device, every arm's ms/iter and time to each target
+    (wall seconds of solving, evaluation excluded; CPU seconds in parentheses) and its ratio
+    to cfrjax's default (DCFR alternating, the game's default form, all cores). `compact`:
+    the README's columns (game, arm, ms/iter, times and ratios). CPU figures of an arm whose
+    CPU clock ticks in 10 ms (`TICK_CLOCKS`) are left out below 0.1 s."""
+    parts = []
+    for dev in dict.fromkeys(_curve_device(r) for r in records):
+        recs = [r for r in records if _curve_device(r) == dev]
+        r0 = recs[0]
+        notes = sorted({r.get("machine_note") for r in recs if r.get("machine_note")})
+        lines = [f"**{dev}** ({r0.get('cpu_count')} cores; jax {r0.get('jax')}; cfrjax commit {r0.get('commit')}; "
+                 f"run {r0.get('run_started', '?')}" + (f"; {'; '.join(notes)}" if notes else "") + "). "
+                 f"Command: `{r0.get('run_command', 'python bench/curves.py')}`.", "",
+                 ("| game (targets) | arm | ms/iter (CPU) | to target 1: s (CPU s) | x cfrjax (CPU) | "
+                  "to target 2: s (CPU s) | x cfrjax (CPU) |" if compact else
+                  "| game (targets) | arm | rule, order, averaging | precision | threads | ms/iter (CPU) | "
+                  "to target 1: s (CPU s) | x cfrjax (CPU) | to target 2: s (CPU s) | x cfrjax (CPU) | last point |"),
+                 "|---|---|---:|---:|---:|---:|---:|" if compact else "|---|---|---|---|---|---:|---:|---:|---:|---:|---|"]
+        for game in dict.fromkeys(r["game"] for r in recs):
+            ref = _curve_reference(recs, game)
+            for r in (x for x in recs if x["game"] == game and "to_target" in x):
+                tgt = " / ".join(_target_label(r, k) for k in range(len(r["thresholds"])))
+                cells = []
+                for k, tt in enumerate(r["to_target"]):
+                    rt = ref["to_target"][k] if ref else None
+                    reached = rt is not None and rt["iterations"] is not None
+                    if tt["iterations"] is None:
+                        w, c, more = r["solve_s"][-1], _cpu(r, r["cpu_s"][-1]), "> "
+                        cells.append(f"> {_secs(w)}")
+                    else:
+                        w, c, more = tt["solve_s"], _cpu(r, tt["cpu_s"]), ""
+                        cells.append(f"{_secs(w)}" + ("" if c is None else f" ({_secs(c)})"))
+                    if not reached:
+                        cells.append("-")
+                    else:
+                        cr = "" if c is None or not rt["cpu_s"] else f" ({more}{c / rt['cpu_s']:.3g})"
+                        cells.append(f"{more}{w / rt['solve_s']:.3g}{cr}")
+                cpu = "" if _cpu(r, r["cpu_s"][-1]) is None else f" ({r['cpu_ms_per_iter']:.3g})"
+                same = "" if r.get("same_game", True) else " (its own game)"
+                pin = ", pinned" if r.get("pinning") == "taskset -c 0" else ""
+                if compact:
+                    lines.append(f"| {r['title']} ({tgt}) | {r['arm']}{same}{pin} | {r['ms_per_iter']:.3g}{cpu} | "
+                                 + " | ".join(cells) + " |")
+                    continue
+                lines.append(f"| {r['title']} ({tgt}) | {r['arm']}{same} | {r.get('rule')}, {r.get('order')}, "
+                             f"{r.get('averaging')} | {r.get('precision')} | {r.get('threads')}{pin} | "
+                             f"{r['ms_per_iter']:.3g}{cpu} | " + " | ".join(cells) +
+                             f" | {r['final_exploitability']:.2e} at {r['iterations_run']} ({r.get('stopped')}) |")
+        skipped = [r for r in recs if "skipped" in r or "failed" in r]
+        if skipped and not compact:
+            lines += ["", "Not run:", ""]
+            for r in skipped:
+                lines.append(f"* {r['title']}, {r['arm']}: " + (r.get("skipped") or f"FAILED: {r['failed'][-300:]}"))
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+def plot_curves(records, plots_dir) -> list[str]:
+    """One PNG per game: exploitability (poker: % of the pot) against solve seconds, log-log."""
+    import os
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    paths = []
+    devices = list(dict.fromkeys(_curve_device(r) for r in records))
+    for game in dict.fromkeys(r["game"] for r in records):
+        recs = [r for r in records if r["game"] == game and "to_target" in r]
+        if not recs:
+            continue
+        pot = recs[0].get("pot")
+        scale = 100 / pot if pot else 1.0
+        fig, ax = plt.subplots(figsize=(10, 4.8))
+        for r in recs:
+            pts = [(s, e * scale) for s, e in zip(r["solve_s"], r["exploitability"]) if s > 0 and e > 0]
+            if not pts:
+                continue
+            label = r["arm"] + ("" if r.get("same_game", True) else " (its own game)") + \
+                (f" [{_curve_device(r)}]" if len(devices) > 1 else "")
+            style = "-" if r.get("backend") == "cfrjax" else "--"
+            ax.plot(*zip(*pts), style, marker=".", markersize=3, linewidth=1.2, label=label)
+        for t in recs[0]["thresholds"]:
+            ax.axhline(t * scale, color="gray", linewidth=0.6, linestyle=":")
+        ax.set(xscale="log", yscale="log", xlabel="solve seconds (wall, evaluation excluded)",
+               ylabel="exploitability, % of the pot" if pot else "exploitability (NashConv / 2)",
+               title=f"{recs[0]['title']}: exploitability against time")
+        ax.grid(True, which="both", alpha=0.25)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+        fig.tight_layout()
+        path = os.path.join(plots_dir, f"curves_{game}.png")
+        fig.savefig(path, dpi=130)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def render(records, plots_dir=None, compact=False) -> str:
     by = {}
     for r in records:
         by.setdefault(r.get("bench", "foundation"), []).append(r)
@@ -305,6 +441,8 @@ def render(records, plots_dir=None) -> str:
         parts.append(rules_table(by["kernels"]))
     if by.get("cpu_liteefg"):
         parts.append(cpu_liteefg_table(by["cpu_liteefg"]))
+    if by.get("curves"):
+        parts.append(curves_table(by["curves"], compact))
     if plots_dir:
         import os
         os.makedirs(plots_dir, exist_ok=True)
@@ -312,6 +450,8 @@ def render(records, plots_dir=None) -> str:
             plot_matrix(by["matrix"], os.path.join(plots_dir, "matrix_ms_per_iter.png"))
         if by.get("batched"):
             plot_batched(by["batched"], os.path.join(plots_dir, "batched_throughput.png"))
+        if by.get("curves"):
+            plot_curves(by["curves"], plots_dir)
     return "\n".join(parts)
 
 
@@ -320,5 +460,6 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("files", nargs="+")
     ap.add_argument("--plots", default=None, help="directory for the PNG plots (matplotlib)")
+    ap.add_argument("--compact", action="store_true", help="curves: the README's narrower table")
     a = ap.parse_args()
-    print(render([r for f in a.files for r in load(f)], a.plots), end="")
+    print(render([r for f in a.files for r in load(f)], a.plots, a.compact), end="")

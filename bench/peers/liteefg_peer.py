@@ -8,8 +8,12 @@ Semantics, read from LiteEFG 1.0.0's sources:
     then `upd_player=2` (alternating), RM+ (`maximum(regret, 0)`), evaluated with
     "linear-avg-iterate".
   * `LiteEFG/baselines/DCFR.py`: alpha=1.5, beta=0, gamma=2 discounting inside the graph;
-    it keeps its own average (`avg_strategy`), so its default strategy selector is that
-    average; update order alternating (`update_graph` updates players 1 then 2).
+    it keeps its own average (`avg_strategy`: the sequence-form strategies discounted by
+    (t/(t+1))^gamma each iteration, i.e. weights ~ t^gamma), which
+    `current_strategy("average-iterate")` returns; its own `__main__` evaluates that node
+    as "last-iterate" (the node is already the average). `current_strategy()` with no
+    argument is the *current* iterate. Update order alternating (`update_graph` updates
+    players 1 then 2).
   * Averages (`LiteEFG/src/Environment/SequenceForm.cpp`
     `HistoryVersionStrategy::UpdateStrategy`): running means of the *sequence-form*
     strategy passed to `env.update_strategy`, called once per iteration *after* both
@@ -33,8 +37,15 @@ PRESETS = {
     "cfr": dict(module="CFR", avg="avg-iterate", rule="cfr", order="simultaneous", averaging="uniform"),
     "cfr+": dict(module="CFRplus", avg="linear-avg-iterate", rule="cfr+", order="alternating", averaging="linear"),
     "pcfr+": dict(module="PCFR", avg="linear-avg-iterate", rule="pcfr+", order="alternating", averaging="linear"),
-    "dcfr": dict(module="DCFR", avg=None, rule="dcfr(1.5,0,2)", order="alternating", averaging="gamma=2 (in-graph)"),
+    "dcfr": dict(module="DCFR", avg="last-iterate", selector="average-iterate", rule="dcfr(1.5,0,2)",
+                 order="alternating", averaging="gamma=2 (its in-graph average)"),
 }
+
+
+def strategy_node(graph, rule):
+    """The graph node holding the strategy the preset evaluates (DCFR: its own average)."""
+    sel = PRESETS[rule].get("selector")
+    return graph.current_strategy(sel) if sel else graph.current_strategy()
 
 
 def _graph(rule):
@@ -61,8 +72,8 @@ def policy_in_slots(env, strategy_node, avg_type, spec) -> np.ndarray:
 
 def _evaluate(env, graph, rule, spec, rec) -> dict:
     """Exploitability, value and the average policy's rows (`_rows`) of the graph's strategy, into `rec`."""
-    avg = PRESETS[rule]["avg"] or "default"
-    node = graph.current_strategy()
+    avg = PRESETS[rule]["avg"]
+    node = strategy_node(graph, rule)
     rec["nash_conv"] = float(sum(env.exploitability(node, avg)))
     rec["exploitability"] = rec["nash_conv"] / 2
     rec["value"] = float(env.utility(node, avg)[0]) + float(spec.payoff_offset)
@@ -77,11 +88,30 @@ def _setup(path, rule):
     return env, graph
 
 
+def setup(path, rule, threads=1):
+    """(env, graph) of a LiteEFG file with the rule's baseline graph, on `threads` native threads."""
+    leg.set_threads(threads)
+    return _setup(path, rule)
+
+
+def iterate(env, graph, iterations: int, rule: str = "cfr") -> None:
+    """`iterations` LiteEFG iterations: the graph's update, then the environment's average of
+    the preset's strategy node (as LiteEFG's own `baselines/utils.train` loop does)."""
+    for _ in range(iterations):
+        graph.update_graph(env)
+        env.update_strategy(strategy_node(graph, rule))
+
+
+def exploitability(env, graph, rule) -> float:
+    """NashConv / 2 of the rule's average strategy (its preset's averaging)."""
+    return float(sum(env.exploitability(strategy_node(graph, rule), PRESETS[rule]["avg"]))) / 2
+
+
 def _record(spec, rule, iterations, **kw) -> dict:
     p = PRESETS[rule]
     return dict(backend="liteefg", game=spec.name, iterations=iterations, rule=p["rule"], order=p["order"],
                 averaging=p["averaging"], precision="float64", execution="C++ FileEnv, 1 thread",
-                average=p["avg"] or "default", **kw)
+                average=p["avg"], **kw)
 
 
 def run(path, spec, rule="cfr+", iterations=100, evaluate_result=True) -> dict:
@@ -89,9 +119,7 @@ def run(path, spec, rule="cfr+", iterations=100, evaluate_result=True) -> dict:
     env, graph = _setup(path, rule)
     setup_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for _ in range(iterations):
-        graph.update_graph(env)
-        env.update_strategy(graph.current_strategy())
+    iterate(env, graph, iterations, rule)
     solve_s = time.perf_counter() - t0
     rec = _record(spec, rule, iterations, setup_s=setup_s, solve_s=solve_s, ms_per_iter=1e3 * solve_s / iterations)
     return _evaluate(env, graph, rule, spec, rec) if evaluate_result else rec
@@ -121,9 +149,7 @@ def timed_run(path, spec, rule="cfr", iterations=100, repeats=5, threads=1) -> d
     setup_s = time.perf_counter() - t0
 
     def chunk():
-        for _ in range(iterations):
-            graph.update_graph(env)
-            env.update_strategy(graph.current_strategy())
+        iterate(env, graph, iterations, rule)
 
     t0 = time.perf_counter()
     chunk()

@@ -15,6 +15,11 @@ NoRegret dev17 needs Python >= 3.12 (PyPI resolves `noregret` to an empty 0.0.0.
     <venv>/bin/python bench/peers/noregret_peer.py worker --games kuhn_poker leduc_poker \
         --configs cfr+:simultaneous:linear --iterations 1000 [--kernel numpy|cupy] [--policy]
     python bench/peers/noregret_peer.py diagnose [--games ...] [--configs ...] [--iterations 1000]
+    <venv>/bin/python bench/peers/noregret_peer.py curve --game leduc_poker --configs dcfr:alternating \
+        [--eval-every 10] [--max-iterations N] [--max-seconds S] [--target EPS] [--kernel numpy|cupy]
+
+`curve` (worker) is `bench/curves.py`'s NoRegret arm: exploitability every K iterations, with
+the iterations' time (evaluation excluded).
 
 `diagnose` (caller side; its worker half is `<venv>/bin/python noregret_peer.py trajectory`)
 explains the same-game check's failures: per-iteration gaps of NoRegret vs cfrjax (folded
@@ -26,7 +31,11 @@ Semantics, read from noregret 0.0.0.dev17's sources:
   * `regret_minimizers/sequence_form_polytopes.py`: `CFR` (`CounterfactualRegretMinimization`)
     regret-matches cumulative counterfactual regrets; `CFR_plus` floors them at 0 after every
     observation (RM+); `DCFR` discounts positive/negative regrets by t^a/(t^a+1), t^b/(t^b+1)
-    (alpha 1.5, beta 0, gamma 2). Counterfactual regrets come from the sequence-form utility
+    (alpha 1.5, beta 0, gamma 2). Its average (`DiscountedRegretMinimizer.
+    _update_average_strategy`) weighs iteration t by (t/(t+1))^gamma itself, not by the
+    product of those factors (t^gamma, the DCFR paper's and cfrjax's): nearly uniform
+    averaging, so its DCFR converges like CFR with discounted regrets (bench/curves.py runs it
+    as such and says so in its records). Counterfactual regrets come from the sequence-form utility
     vector by one sparse pass per depth level. A decision point whose positive-regret sum is
     `isclose` to 0 (atol 1e-8) plays uniform (`SequenceFormPolytope.normalize`).
   * `regret_minimizers/regret_minimizers.py` `_update_average_strategy`: the average is of
@@ -329,6 +338,83 @@ def worker(argv=None) -> None:
             if args.out:
                 with open(args.out, "a") as f:
                     f.write(json.dumps({k: v for k, v in rec.items() if k != "policy"}) + "\n")
+
+
+def curve(argv=None) -> None:
+    """Worker (venv): NoRegret runs with their exploitability every `--eval-every` iterations,
+    for `bench/curves.py`, one per configuration of `--configs` on one game (built once).
+    Iterations run through `nr.rm`'s own loop; at each checkpoint its `update` callback
+    stops the clocks (after a device sync on CuPy), evaluates the average profile exactly
+    (`game.exploitability`, untimed) and restarts them, so `solve_s` and `cpu_s` (this
+    process) exclude evaluation. A run stops at the first checkpoint at or below `--target`,
+    or whose `solve_s` reaches `--max-seconds`, or after `--max-iterations`. Prints one JSON
+    record per configuration: `curve` = [[iterations, solve_s, exploitability, cpu_s], ...]."""
+    ap = argparse.ArgumentParser(prog="noregret_peer.py curve")
+    ap.add_argument("--game", required=True)
+    ap.add_argument("--configs", nargs="+", required=True, help="rule:order:averaging")
+    ap.add_argument("--eval-every", type=int, default=10)
+    ap.add_argument("--max-iterations", type=int, default=1000)
+    ap.add_argument("--max-seconds", type=float, default=0.0, help="0: no time limit")
+    ap.add_argument("--target", type=float, default=0.0, help="0: no target")
+    ap.add_argument("--kernel", default="numpy", choices=["numpy", "cupy"])
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up iterations on fresh minimizers "
+                    "(default: 0 on numpy, 20 on cupy)")
+    args = ap.parse_args(argv)
+    import platform
+    import noregret as nr
+    standin = _standin_gurobipy()
+    ver = versions(args.kernel)
+    ver["gurobipy"] = "empty stand-in (LP solver unused)" if standin else ver.get("gurobipy", "installed")
+    t0 = time.perf_counter()
+    game = build_game(args.game, args.kernel)
+    build_s = time.perf_counter() - t0
+    warm = args.warmup if args.warmup is not None else (20 if args.kernel == "cupy" else 0)
+    device = ver.get("gpu", "GPU") if args.kernel == "cupy" else \
+        f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
+    sync = _sync(game)
+    e = args.eval_every
+    for cfg in args.configs:
+        rule, order, averaging = parse_config(cfg)
+        if warm:
+            _solve(game, rule, order, averaging, warm)
+        Rs = _minimizers(game, rule, averaging)
+        st = dict(solve=0.0, cpu=0.0, done=0, stopped="max_iterations", eval_s=0.0)
+        points = []
+
+        def update(Rs=Rs, st=st, points=points):
+            sync()
+            st["solve"] += time.perf_counter() - st["t"]
+            st["cpu"] += time.process_time() - st["c"]
+            st["done"] += e
+            t1 = time.perf_counter()
+            expl = float(game.exploitability(Rs[0].average_strategy, Rs[1].average_strategy))
+            st["eval_s"] += time.perf_counter() - t1
+            points.append([st["done"], st["solve"], expl, st["cpu"]])
+            stop = None
+            if args.target > 0 and expl <= args.target:
+                stop = "target"
+            elif args.max_seconds > 0 and st["solve"] >= args.max_seconds:
+                stop = "max_solve_s"
+            if stop:
+                st["stopped"] = stop
+            st["t"], st["c"] = time.perf_counter(), time.process_time()
+            return stop is not None
+
+        st["t"], st["c"] = time.perf_counter(), time.process_time()
+        nr.rm(game, *Rs, alternation=(order == "alternating"), prediction=RULES[rule][2],
+              iteration_count=args.max_iterations, checkpoints=set(range(e - 1, args.max_iterations, e)),
+              update=update, progress_bar=False)
+        print(json.dumps(dict(
+            backend="noregret", game=args.game, config=cfg, rule=rule, order=order, averaging=averaging,
+            precision="float64", kernel=args.kernel, device=device, versions=ver, build_s=build_s,
+            warmup_iterations=warm, eval_s=st["eval_s"], stopped=st["stopped"], curve=points,
+            sequences=list(game.dimensions),
+            execution=("NumPy/SciPy sparse (FPKer('double')), 1 process" if args.kernel == "numpy"
+                       else "CuPy/cupyx.scipy sparse (CUDAKer('double'))"),
+            command=" ".join(["python", "bench/peers/noregret_peer.py", "curve", "--game", f"'{args.game}'",
+                              "--configs", *args.configs, "--eval-every", str(e), "--max-iterations",
+                              str(args.max_iterations), "--max-seconds", str(args.max_seconds), "--target",
+                              str(args.target), "--kernel", args.kernel]))), flush=True)
 
 
 # ---------------------------------------------------------------- same-game check (caller side)
@@ -679,6 +765,8 @@ def main(argv=None) -> None:
         return worker(argv[1:])
     if argv[:1] == ["trajectory"]:
         return trajectory(argv[1:])
+    if argv[:1] == ["curve"]:
+        return curve(argv[1:])
     if argv[:1] == ["diagnose"]:
         raise SystemExit(diagnose_main(argv[1:]))
     if argv[:1] == ["ensure-venv"]:

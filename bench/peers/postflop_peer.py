@@ -152,9 +152,12 @@ def spec_file(spec_name: str) -> str:
     return SPEC_FILES.get(spec_name) or os.path.join(ROOT, "cfrjax", "specs", spec_name + ".toml")
 
 
-def spot_of_spec(spec_name: str) -> dict:
+def spot_of_spec(spec_name: str, combos: bool = False) -> dict:
     """Driver arguments for a cfrjax poker spec (`spec_file`), after checking the spec is one
     the driver can build: full ranges, whole chips, raises only without a raise cap.
+    `combos=True` also takes a spec with other ranges: the hands cfrjax deals each player
+    (with their weights) become the driver's `range0`/`range1` strings of single combos
+    ("AsKh,QdQc:0.5,...", postflop-solver's syntax).
 
     `bets` / `raises`: the sizes of player 0 on the spot's first street (postflop-solver's
     strings); `sizes_at`: `(street, player, bets, raises)` of every other cell that differs;
@@ -165,7 +168,8 @@ def spot_of_spec(spec_name: str) -> dict:
     cfg = load_poker_config(path)
     rules = cfg.bet_sizes
     problems = []
-    if cfg.random_hands is not None or any(r not in (None, "any") for r in (cfg.range0, cfg.range1)):
+    full = cfg.random_hands is None and all(r in (None, "any") for r in (cfg.range0, cfg.range1))
+    if not full and not combos:
         problems.append("ranges are not full")
     if cfg.raise_cap not in (0, None):
         problems.append(f"raise_cap {cfg.raise_cap} (postflop-solver caps raises only by the stack)")
@@ -179,17 +183,38 @@ def spot_of_spec(spec_name: str) -> dict:
              for s in cfg.streets for k, p in enumerate(PLAYERS)}
     bets, raises = cells[(cfg.street, "oop")]
     pot, behind = int(cfg.pot), int(cfg.stack - cfg.pot / 2)
-    return dict(spec=spec_name, board=cfg.board, pot=pot, stack=int(cfg.stack), behind=behind, bets=bets,
+    spot = dict(spec=spec_name, board=cfg.board, pot=pot, stack=int(cfg.stack), behind=behind, bets=bets,
                 raises=raises, sizes_at=[[s, p, *c] for (s, p), c in cells.items() if c != (bets, raises)],
                 donk={s: text(rules.donks[STREETS.index(s)]) for s in cfg.streets
                       if s != "flop" and rules.donks[STREETS.index(s)] is not None},
                 thresholds={k: getattr(rules, k) for k in THRESHOLDS if getattr(rules, k)},
                 spec_path=os.path.relpath(path, ROOT),
                 **({"rake_rate": float(cfg.rake_rate), "rake_cap": float(cfg.rake_cap)} if cfg.raked else {}))
+    if not full:
+        spot.update(range0=combo_range(spec_name, 0), range1=combo_range(spec_name, 1))
+    return spot
+
+
+def combo_range(spec_name: str, player: int) -> str:
+    """The hands cfrjax's public form of the spec deals `player`, as a postflop-solver range
+    string of single combos, weights other than 1 after a colon."""
+    import cfrjax
+    game = cfrjax.load_game(spec_file(spec_name), form="public")
+    w = np.asarray(game.weights, np.float64)[player]
+    order = "23456789TJQKA"
+
+    def high_first(n):  # postflop-solver wants the higher rank first ("QdAc" is refused)
+        a, b = n[:2], n[2:]
+        return a + b if order.index(a[0]) >= order.index(b[0]) else b + a
+    return ",".join(high_first(n) + ("" if x == 1 else f":{x:.9g}")
+                    for n, x in zip(game.labels.hand_names, w) if x > 0)
+
 
 
 def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | None = None,
-               eval_every: int = 0) -> dict:
+               eval_every: int = 0, extra=(), prefix=()) -> dict:
+    """One driver run (its JSON record, plus `command`). `extra`: more driver arguments
+    (`--target`, `--max-seconds`); `prefix`: a command to run it under (`taskset -c 0`)."""
     cmd = [exe, "--board", spot["board"], "--pot", str(spot["pot"]), "--stack", str(spot["behind"]),
            "--bets", spot["bets"], "--iterations", str(iterations), "--threads", str(threads)]
     if spot.get("raises"):
@@ -200,17 +225,23 @@ def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | 
         cmd += [f"--{street}-donk", sizes]
     for k, v in spot.get("thresholds", {}).items():
         cmd += ["--" + k.replace("_", "-"), repr(float(v))]
+    for p in (0, 1):
+        if spot.get(f"range{p}"):
+            cmd += [f"--range{p}", spot[f"range{p}"]]
     if eval_every:
         cmd += ["--eval-every", str(eval_every)]
     if "rake_rate" in spot:
         cmd += ["--rake-rate", repr(spot["rake_rate"]), "--rake-cap", repr(spot["rake_cap"])]
     if dump:
         cmd += ["--dump-strategy", dump]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    cmd += [str(x) for x in extra]
+    out = subprocess.run(list(prefix) + cmd, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"driver failed: {out.stderr.strip()[-1000:]}")
     rec = json.loads(out.stdout.strip().splitlines()[-1])
-    rec["command"] = " ".join(["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c or not c else c for c in cmd[1:]])
+    shown = [c if len(c) < 80 else f"<{c.count(',') + 1} combos>" for c in cmd[1:]]
+    rec["command"] = " ".join(list(prefix) + ["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c or not c else c
+                                                                           for c in shown])
     return rec
 
 

@@ -242,7 +242,10 @@ def spot_of_spec(spec_name: str) -> dict:
 FULL_RANGE = ",".join(RANKS[i] + RANKS[j] for i in range(12, -1, -1) for j in range(i, -1, -1))  # AA,AK,..,22
 
 
-def script(spot: dict, iterations: int, threads: int, dump: str | None) -> str:
+def script(spot: dict, iterations: int, threads: int, dump: str | None, print_interval: int | None = None,
+           accuracy_pct: float = 0.0) -> str:
+    """Its console script. `print_interval`: default N-1 (one exploitability print, after
+    iteration N); `accuracy_pct`: its early stop (exploitability in % of the pot; 0: none)."""
     if iterations < 2:
         raise ValueError("TexasSolver's exploitability print needs iterations >= 2 (print interval N-1)")
     lines = [f"set_pot {spot['pot']}", f"set_effective_stack {spot['behind']}",
@@ -253,8 +256,8 @@ def script(spot: dict, iterations: int, threads: int, dump: str | None) -> str:
             lines.append(f"set_bet_sizes {pl},{street},bet,{spot['bets']}")
         if street == "river" and len(spot["streets"]) > 1:
             lines.append(f"set_bet_sizes oop,river,donk,{spot['bets']}")
-    lines += ["set_allin_threshold 100", "build_tree", f"set_thread_num {threads}", "set_accuracy 0",
-              f"set_max_iteration {iterations}", f"set_print_interval {iterations - 1}",
+    lines += ["set_allin_threshold 100", "build_tree", f"set_thread_num {threads}", f"set_accuracy {accuracy_pct:g}",
+              f"set_max_iteration {iterations}", f"set_print_interval {print_interval or iterations - 1}",
               "set_use_isomorphism 1", "start_solve"]
     if dump:  # dump_rounds: streets below the root included (its chance nodes count one each)
         lines += [f"set_dump_rounds {len(spot['streets'])}", f"dump_result {dump}"]
@@ -315,6 +318,86 @@ def run_solver(exe: str, resources: str, spot: dict, iterations: int, threads: i
                 mes_ev=br, br_texassolver_players={"0 (IP)": br_ts[0], "1 (OOP)": br_ts[1]},
                 num_hands=[_combos(spot)] * 2, script=script_text,
                 command=" ".join(["console_solver", "-i", "SCRIPT", "-r", resources, "-m", "holdem"]))
+
+
+def _proc_cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) a running process has used (/proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def run_curve(exe: str, resources: str, spot: dict, max_iterations: int, threads: int, eval_every: int,
+              target_pct: float = 0.0, max_solve_s: float = 0.0, prefix=()) -> dict:
+    """One console_solver run printing its exploitability every `eval_every` iterations (its
+    print interval: after iterations K+1, 2K+1, ...), for `bench/curves.py`.
+
+    Evaluation is excluded from the times as follows. Its `time used` is its own clock from
+    the loop's start to the checkpoint, so it includes the best-response passes of the
+    earlier checkpoints; each pass is timed here from the output lines' arrival (the
+    "-----" line printed before it to the "time used" line printed after it) and the earlier
+    passes are subtracted: `solve_s` = time used - sum of earlier passes. CPU time: the
+    process's (all threads), read from /proc/PID/stat at those lines (10 ms ticks), minus
+    the start-up (up to the end of its first best response: dictionary load, tree build) and
+    the passes. Stops at `target_pct` (its `set_accuracy`, % of the pot), after
+    `max_iterations`, or, killed here, at the first checkpoint whose `solve_s` reaches
+    `max_solve_s`. Its exploitability is in its own game: on a turn spot it weighs each river
+    card 1/46 (see `its_game`)."""
+    work = tempfile.mkdtemp(prefix="cfrjax_texassolver_")
+    points, stopped = [], "max_iterations"
+    try:
+        spath = os.path.join(work, "input.txt")
+        with open(spath, "w") as f:
+            f.write(script(spot, max_iterations, threads, None, print_interval=eval_every, accuracy_pct=target_pct))
+        cmd = list(prefix) + [exe, "-i", spath, "-r", resources, "-m", "holdem"]
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        started = cpu0 = dash = None
+        it, br, evals_s, evals_cpu, tail = None, {}, 0.0, 0.0, []
+        for line in p.stdout:
+            ts, cpu, line = time.perf_counter() - t0, _proc_cpu_s(p.pid), line.rstrip("\n")
+            tail = (tail + [line])[-30:]
+            if line.startswith("Total exploitability") and started is None:
+                started, cpu0 = ts, cpu
+            elif line.startswith("-------------------"):
+                dash = (ts, cpu)
+            elif m := re.match(r"Iter: (\d+)$", line):
+                it = int(m.group(1))
+            elif m := re.match(r"player (\d) exploitability (\S+)$", line):
+                br[int(m.group(1))] = float(m.group(2))
+            elif (m := re.match(r"Total exploitability (\S+) precent$", line)) and dash is not None:
+                pct = float(m.group(1))
+            elif (m := re.match(r"time used: (\S+)$", line)) and dash is not None:
+                used = float(m.group(1))
+                solve_cpu = None if None in (cpu0, dash[1]) else dash[1] - cpu0 - evals_cpu
+                points.append([it, used - evals_s, pct * spot["pot"] / 100, solve_cpu, [br.get(1), br.get(0)]])
+                evals_s += ts - dash[0]
+                evals_cpu += 0.0 if None in (cpu, dash[1]) else cpu - dash[1]
+                dash = None
+                if target_pct > 0 and pct <= target_pct:
+                    stopped = "target"
+                elif max_solve_s > 0 and points[-1][1] >= max_solve_s:
+                    stopped = "max_solve_s"
+                    p.terminate()  # our own child, by its handle
+                    break
+        _, status, ru = os.wait4(p.pid, 0)
+        rc = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        if rc != 0 and stopped != "max_solve_s":
+            raise RuntimeError(f"console_solver exited {rc}: {chr(10).join(tail)[-1500:]}")
+        if not points:
+            raise RuntimeError(f"no exploitability in its output: {chr(10).join(tail)[-1500:]}")
+        with open(spath) as f:
+            script_text = f.read()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return dict(solver="TexasSolver", threads=threads, stopped=stopped, startup_s=started,
+                eval_s=evals_s, wall_s=wall, process_cpu_s=ru.ru_utime + ru.ru_stime, max_rss_mib=ru.ru_maxrss / 1024,
+                curve=[q[:4] for q in points], best_response_values=[q[4] for q in points], script=script_text,
+                command=" ".join(list(prefix) + ["console_solver", "-i", "SCRIPT", "-r", resources, "-m", "holdem"]))
 
 
 def _combos(spot):

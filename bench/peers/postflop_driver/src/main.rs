@@ -2,7 +2,17 @@
 //! fixed number of its (DCFR, alternating) iterations on T threads, prints one JSON record.
 //!
 //!   cfrjax-postflop-driver --board "Ks Js Th 7d 2c" --pot 20 --stack 100 --bets "50%,100%" \
-//!       --iterations 1000 --threads 1 [--eval-every K] [--dump-strategy PATH]
+//!       --iterations 1000 --threads 1 [--eval-every K] [--target CHIPS] [--max-seconds S]
+//!       [--range0 R --range1 R] [--dump-strategy PATH]
+//!
+//! With `--eval-every K` the record's `curve` holds `[iterations, solve_s, exploitability,
+//! cpu_s]` after every K iterations: `solve_s` is the wall time of the iterations alone
+//! (each `solve_step` timed, the evaluations between them not), `cpu_s` this process's CPU
+//! time over the same stretches (all its threads). `--target` stops at the first checkpoint
+//! whose exploitability is at most CHIPS, `--max-seconds` at the first whose `solve_s` is at
+//! least S (both need `--eval-every`); `iterations` is then the number actually run.
+//! `--range0`/`--range1`: postflop-solver range strings (e.g. single combos "AsKh,QdQc");
+//! empty means every live combo.
 //!
 //! Ranges are full ("any": every live combo, weight 1); no rake unless `--rake-rate R
 //! --rake-cap C` (its TreeConfig fields). Bet sizes are its own strings:
@@ -46,6 +56,23 @@ fn action_label(a: &Action) -> String {
         Action::Chance(c) => format!("deal {}", card_to_string(*c).unwrap()),
         Action::None => "none".into(),
     }
+}
+
+#[repr(C)]
+struct Timespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+extern "C" {
+    fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+}
+
+/// CPU seconds of this process, all threads (CLOCK_PROCESS_CPUTIME_ID = 2 on Linux).
+fn cpu_seconds() -> f64 {
+    let mut ts = Timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { clock_gettime(2, &mut ts) };
+    ts.tv_sec as f64 + 1e-9 * ts.tv_nsec as f64
 }
 
 fn json_str(s: &str) -> String {
@@ -98,6 +125,8 @@ fn main() {
     let iterations: u32 = arg(&args, "--iterations", "1000").parse().unwrap();
     let threads: usize = arg(&args, "--threads", "1").parse().unwrap();
     let eval_every: u32 = arg(&args, "--eval-every", "0").parse().unwrap();
+    let target: f32 = arg(&args, "--target", "0").parse().unwrap();
+    let max_seconds: f64 = arg(&args, "--max-seconds", "0").parse().unwrap();
     let dump_path = arg(&args, "--dump-strategy", "");
     let range0 = arg(&args, "--range0", "");
     let range1 = arg(&args, "--range1", "");
@@ -157,13 +186,20 @@ fn main() {
 
     let mut curve: Vec<String> = Vec::new();
     let mut solve_s = 0.0f64;
+    let mut cpu_s = 0.0f64;
+    let mut done = 0u32;
     for t in 0..iterations {
-        let t1 = Instant::now();
+        let (t1, c1) = (Instant::now(), cpu_seconds());
         solve_step(&game, t);
         solve_s += t1.elapsed().as_secs_f64();
+        cpu_s += cpu_seconds() - c1;
+        done = t + 1;
         if eval_every > 0 && (t + 1) % eval_every == 0 {
             let e = compute_exploitability(&game);
-            curve.push(format!("[{},{:.6},{:e}]", t + 1, solve_s, e));
+            curve.push(format!("[{},{:.6},{:e},{:.6}]", t + 1, solve_s, e, cpu_s));
+            if (target > 0.0 && e <= target) || (max_seconds > 0.0 && solve_s >= max_seconds) {
+                break;
+            }
         }
     }
     let t2 = Instant::now();
@@ -187,11 +223,11 @@ fn main() {
     }
     println!(
         "{{\"solver\":\"postflop-solver\",\"algorithm\":\"DCFR (its own: alpha 1.5, beta 0.5, gamma 3 reset at powers of 4), alternating\",\
-\"precision\":\"float32\",\"threads\":{threads},\"iterations\":{iterations},\"build_s\":{build_s:.6},\
-\"solve_s\":{solve_s:.6},\"ms_per_iter\":{:.6},\"eval_s\":{eval_s:.6},\"memory_bytes\":{mem},\
+\"precision\":\"float32\",\"threads\":{threads},\"iterations\":{done},\"build_s\":{build_s:.6},\
+\"solve_s\":{solve_s:.6},\"cpu_s\":{cpu_s:.6},\"ms_per_iter\":{:.6},\"eval_s\":{eval_s:.6},\"memory_bytes\":{mem},\
 \"num_hands\":[{},{}],\"exploitability\":{:e},\"mes_ev\":[{:e},{:e}],\"current_ev\":[{:e},{:e}],\
 \"expected_value_with_bias\":[{:e},{:e}],\"curve\":[{}]}}",
-        1e3 * solve_s / iterations.max(1) as f64,
+        1e3 * solve_s / done.max(1) as f64,
         game.private_cards(0).len(), game.private_cards(1).len(),
         exploitability, mes_ev[0], mes_ev[1], current_ev[0], current_ev[1], ev_bias[0], ev_bias[1],
         curve.join(",")
