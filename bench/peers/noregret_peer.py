@@ -361,8 +361,8 @@ def curve(argv=None) -> None:
                     "(default: 0 on numpy, 20 on cupy)")
     args = ap.parse_args(argv)
     import platform
+    standin = _standin_gurobipy()   # before noregret's import, which imports gurobipy
     import noregret as nr
-    standin = _standin_gurobipy()
     ver = versions(args.kernel)
     ver["gurobipy"] = "empty stand-in (LP solver unused)" if standin else ver.get("gurobipy", "installed")
     t0 = time.perf_counter()
