@@ -232,10 +232,7 @@ def _leaf_solve(inputs, r0, r1, iterations: int, roots=None):
     R = L // B
     rho = jnp.stack([r0, r1], axis=1).reshape(B, R, 2, H)
     roots = rho if roots is None else roots
-    tables = {k: getattr(g, k) for k in pp._TABLES}
-    tables["live"] = g.board_live
-    if terminals.dense_used(g, False):
-        tables["dense_showdown"] = g.dense_showdown
+    tables = pp.board_tables(g, False)
 
     def xs_of(tb, sig, regret=None):
         xs = dict(tb, sig0=sig[:s0], sig1=sig[s0:])
@@ -315,10 +312,7 @@ def _below_cut_nashconv(whole: PublicGame, full, reach):
     game's units: `sum_p sum_h reach_p(h) (v_p^BR(h) - v_p(h))` at every forest root."""
     (t0, t1), (s0, s1), split = whole.trunk_slots, whole.forest_slots, whole.slot_split
     B = whole.num_boards
-    tables = {k: getattr(whole, k) for k in pp._TABLES}
-    tables["live"] = whole.board_live
-    if terminals.dense_used(whole, False):
-        tables["dense_showdown"] = whole.dense_showdown
+    tables = pp.board_tables(whole, False)
     sig = jnp.concatenate([full[t0:t0 + B * s0].reshape(B, s0, -1), full[split + t1:].reshape(B, s1, -1)], axis=1)
 
     def board(tb, sg, root):

@@ -241,6 +241,15 @@ def _on_platform(run):
     return jax.lax.platform_dependent(cpu=lambda: run(True), default=lambda: run(False))
 
 
+def board_tables(game: PublicGame, cpu: bool) -> dict:
+    """Every board's terminal tables and live hands, board-major (`_board`'s table inputs;
+    `dense_showdown` where the dense form is used)."""
+    names = _TABLES + (("dense_showdown",) if terminals.dense_used(game, cpu) else ())
+    xs = {k: getattr(game, k) for k in names}
+    xs["live"] = game.board_live
+    return xs
+
+
 def _board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b=None, roots=None) -> dict:
     """The inputs to `_board`: tables, live hands, strategy and regret rows, and on a flop
     the forest roots' reach (`roots [G, R, 2, H, *batch]` picked by the board's turn
@@ -250,8 +259,7 @@ def _board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b
     (t0, t1), (s0, s1), split = game.trunk_slots, game.forest_slots, game.slot_split
     names = _TABLES + (("dense_showdown",) if terminals.dense_used(game, cpu) else ())
     if b is None:
-        xs = {k: getattr(game, k) for k in names}
-        xs["live"] = game.board_live
+        xs = board_tables(game, cpu)
 
         def rows(a, start, size):
             return a[start:start + B * size].reshape((B, size) + a.shape[1:])
