@@ -91,25 +91,33 @@ def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np
     B, H = s.shape
     hc = np.asarray(hand_cards, np.int64)
     C, M = card_hands.shape
+    # Vectorised over boards: every board's (and every card row's) sorted strengths are
+    # offset by a multiple of `span` so that one flat array is ascending, and one
+    # `searchsorted` over it counts for all boards at once.
     order = np.argsort(s, axis=1, kind="stable")
     ss = np.take_along_axis(s, order, 1)
     big = int(s.max(initial=0)) + 1
+    lo = int(min(s.min(initial=0), 0))
+    span = big - lo + 1
+    row = np.arange(B, dtype=np.int64)[:, None]
+    flat = (ss - lo + row * span).ravel()
+    key = s - lo + row * span
+    lt = np.searchsorted(flat, key, "left") - row * H                        # [B, H] hands weaker
+    le = np.searchsorted(flat, key, "right") - row * H                       # not stronger
     spad = np.concatenate([s, np.full((B, 1), big, np.int64)], axis=1)       # [B, H + 1]
-    card_sorted = np.empty((B, C, M), np.int32)
-    index = np.empty((B, H, 6), np.int64)
-    for b in range(B):
-        lt = np.searchsorted(ss[b], s[b], "left")
-        le = np.searchsorted(ss[b], s[b], "right")
-        sx = spad[b][card_hands]                                             # [C, M]
-        idx = np.argsort(sx, axis=1, kind="stable")
-        card_sorted[b] = np.take_along_axis(card_hands, idx, 1)
-        own = np.take_along_axis(sx, idx, 1)[hc]                             # [H, 2, M] sorted strengths
-        mine = s[b][:, None, None]
-        lt_k = (own < mine).sum(-1)                                          # [H, 2]
-        le_k = (own <= mine).sum(-1)
-        base = H + 1 + hc * (M + 1)                                          # [H, 2]
-        index[b] = np.stack([lt, le, base[:, 0] + lt_k[:, 0], base[:, 0] + le_k[:, 0],
-                             base[:, 1] + lt_k[:, 1], base[:, 1] + le_k[:, 1]], axis=1)
+    sx = spad[:, card_hands]                                                 # [B, C, M]
+    idx = np.argsort(sx, axis=2, kind="stable")
+    card_sorted = np.take_along_axis(np.broadcast_to(card_hands, (B, C, M)), idx, 2).astype(np.int32)
+    crow = (row[:, :, None] * C + np.arange(C)[None, None, :]) * span        # [B, 1, C]
+    cflat = (np.take_along_axis(sx, idx, 2) - lo + crow[:, 0, :, None]).ravel()
+    ck = crow[:, 0][:, hc]                                                   # [B, H, 2] row offsets
+    mine = (s - lo)[:, :, None] + ck
+    first = ck // span * M                                                   # [B, H, 2] flat row starts
+    lt_k = np.searchsorted(cflat, mine, "left") - first                      # [B, H, 2]
+    le_k = np.searchsorted(cflat, mine, "right") - first
+    base = (H + 1 + hc * (M + 1))[None]                                      # [1, H, 2]
+    index = np.stack([lt, le, base[..., 0] + lt_k[..., 0], base[..., 0] + le_k[..., 0],
+                      base[..., 1] + lt_k[..., 1], base[..., 1] + le_k[..., 1]], axis=2)
     return {"sd_sorted": order.astype(np.int32), "sd_card_sorted": card_sorted, "sd_index": index.astype(np.int32)}
 
 
@@ -156,19 +164,43 @@ def compat_sums(x, hand_cards, card_hands):
     return jnp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + x
 
 
+def _gather_rows(a, index):
+    """`a[index]` along the leading axis: `index [n]` shared by every column of `a [R, ...]`,
+    or per subgame `index [n, nb]` against `a [R, Q, nb]` (board tables batch-last, one
+    column of indices per subgame) -> `[n, Q, nb]`."""
+    if index.ndim == 1:
+        return a[index]
+    return jnp.take_along_axis(a, index[:, None, :], axis=0)
+
+
 def _showdown_sorted_hm(board: dict, x, cpu: bool):
-    """One board: hand-major `x [H, Q]` -> `D [H, Q]` (module docstring)."""
+    """One board: hand-major `x [H, Q]` -> `D [H, Q]` (module docstring).
+
+    The tables are one board's (`sd_sorted [H]`, ...) or, batch-last, one board per
+    subgame (`sd_sorted [H, *batch]`, `sd_card_sorted [C, M, *batch]`, `sd_index [H, 6,
+    *batch]`: `cfrjax.games.poker.boards`), the batch axes being the trailing axes of `Q`."""
     H = x.shape[0]
+    C, M = board["sd_card_sorted"].shape[:2]
+    tb = board["sd_sorted"].shape[1:]                                        # per-subgame tables' batch
+    nb = int(np.prod(tb)) if tb else 0
+    shape = x.shape
+    if nb:
+        x = x.reshape((H, -1, nb))
+    flat = lambda t, n: t.reshape((n,) + ((nb,) if nb else ()))             # noqa: E731
     xz = _pad_zero(x)
-    C, M = board["sd_card_sorted"].shape
-    gathered = xz[jnp.concatenate([board["sd_sorted"], board["sd_card_sorted"].reshape(-1)])]
+    index = jnp.concatenate([flat(board["sd_sorted"], H), flat(board["sd_card_sorted"], C * M)])
+    gathered = _gather_rows(xz, index)
     prefix = exclusive_prefix(gathered[:H], cpu)                              # [H + 1, Q]
     cprefix = exclusive_prefix(jnp.swapaxes(gathered[H:].reshape((C, M) + x.shape[1:]), 0, 1), cpu)   # [M + 1, C, Q]
     g = prefix - 0.5 * prefix[-1:]
     neg_d = jnp.swapaxes(0.5 * cprefix[-1:] - cprefix, 0, 1).reshape((C * (M + 1),) + x.shape[1:])
     # Six rows per hand, all added (the card terms are stored negated). A reduction, not
     # adds: XLA would fuse adds with the transpose that follows and gather single numbers.
-    return jnp.sum(jnp.concatenate([g, neg_d])[board["sd_index"]], axis=1)
+    terms = jnp.concatenate([g, neg_d])
+    if not nb:
+        return jnp.sum(terms[board["sd_index"]], axis=1)
+    rows = _gather_rows(terms, flat(board["sd_index"], H * 6))
+    return jnp.sum(rows.reshape((H, 6) + x.shape[1:]), axis=1).reshape(shape)
 
 
 def _rows(r, fn):
