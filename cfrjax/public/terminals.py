@@ -91,34 +91,54 @@ def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np
     B, H = s.shape
     hc = np.asarray(hand_cards, np.int64)
     C, M = card_hands.shape
-    # Vectorised over boards: every board's (and every card row's) sorted strengths are
-    # offset by a multiple of `span` so that one flat array is ascending, and one
-    # `searchsorted` over it counts for all boards at once.
+    # Vectorised over boards: one stable sort per row (all boards' rows at once), then
+    # counts read off each tie group's first and last position in sorted order.
     order = np.argsort(s, axis=1, kind="stable")
-    ss = np.take_along_axis(s, order, 1)
-    big = int(s.max(initial=0)) + 1
-    lo = int(min(s.min(initial=0), 0))
-    span = big - lo + 1
-    row = np.arange(B, dtype=np.int64)[:, None]
-    flat = (ss - lo + row * span).ravel()
-    key = s - lo + row * span
-    lt = np.searchsorted(flat, key, "left") - row * H                        # [B, H] hands weaker
-    le = np.searchsorted(flat, key, "right") - row * H                       # not stronger
-    spad = np.concatenate([s, np.full((B, 1), big, np.int64)], axis=1)       # [B, H + 1]
-    sx = spad[:, card_hands]                                                 # [B, C, M]
-    idx = np.argsort(sx, axis=2, kind="stable")
+    lt, le = _tie_bounds(np.take_along_axis(s, order, 1))
+    lt = _unsort(lt, order)                                                  # [B, H] hands weaker
+    le = _unsort(le, order)                                                  # not stronger
+    # Each card's hands sorted by strength: `lt` orders the hands as the strengths do
+    # (ties equal) in a small integer type, padding (`H`) above every hand.
+    key = np.concatenate([lt, np.full((B, 1), H + 1, lt.dtype)], axis=1)[:, card_hands]   # [B, C, M]
+    idx = np.argsort(key, axis=2, kind="stable")
     card_sorted = np.take_along_axis(np.broadcast_to(card_hands, (B, C, M)), idx, 2).astype(np.int32)
-    crow = (row[:, :, None] * C + np.arange(C)[None, None, :]) * span        # [B, 1, C]
-    cflat = (np.take_along_axis(sx, idx, 2) - lo + crow[:, 0, :, None]).ravel()
-    ck = crow[:, 0][:, hc]                                                   # [B, H, 2] row offsets
-    mine = (s - lo)[:, :, None] + ck
-    first = ck // span * M                                                   # [B, H, 2] flat row starts
-    lt_k = np.searchsorted(cflat, mine, "left") - first                      # [B, H, 2]
-    le_k = np.searchsorted(cflat, mine, "right") - first
-    base = (H + 1 + hc * (M + 1))[None]                                      # [1, H, 2]
-    index = np.stack([lt, le, base[..., 0] + lt_k[..., 0], base[..., 0] + le_k[..., 0],
+    c_lt, c_le = (_unsort(x, idx) for x in _tie_bounds(np.take_along_axis(key, idx, 2)))  # by card_hands slot
+    # Hand h is card_hands[hc[h, k], slot[h, k]].
+    slot = np.zeros_like(hc)
+    rows, cols = np.nonzero(card_hands < H)
+    for k in (0, 1):
+        mine = hc[card_hands[rows, cols], k] == rows
+        slot[card_hands[rows, cols][mine], k] = cols[mine]
+    lt_k = c_lt[:, hc, slot].astype(np.int32)                                # [B, H, 2]
+    le_k = c_le[:, hc, slot].astype(np.int32)
+    base = (H + 1 + hc * (M + 1)).astype(np.int32)[None]                     # [1, H, 2]
+    index = np.stack([lt.astype(np.int32), le.astype(np.int32), base[..., 0] + lt_k[..., 0], base[..., 0] + le_k[..., 0],
                       base[..., 1] + lt_k[..., 1], base[..., 1] + le_k[..., 1]], axis=2)
     return {"sd_sorted": order.astype(np.int32), "sd_card_sorted": card_sorted, "sd_index": index.astype(np.int32)}
+
+
+def _tie_bounds(sorted_values: np.ndarray) -> tuple:
+    """`(first, end)`, same shape, int16 (int32 past 32,767 entries): along the last axis of
+    ascending `sorted_values`, the position of the first entry equal to each one and one
+    past the last (the counts of entries below it and not above it)."""
+    n = sorted_values.shape[-1]
+    dt = np.int16 if n < 2 ** 15 - 1 else np.int32
+    pos = np.arange(n, dtype=dt)
+    new = np.ones(sorted_values.shape, bool)
+    new[..., 1:] = sorted_values[..., 1:] != sorted_values[..., :-1]         # a value starts at i
+    first = np.maximum.accumulate(np.where(new, pos, dt(0)), axis=-1)
+    ends = np.ones(sorted_values.shape, bool)
+    ends[..., :-1] = new[..., 1:]                                            # a value ends at i
+    end = np.minimum.accumulate(np.where(ends, pos + dt(1), dt(n))[..., ::-1], axis=-1)[..., ::-1]
+    return first, end
+
+
+def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """`out` with `out[..., order[..., i]] = values[..., i]` (values in sorted order back
+    to the original order)."""
+    out = np.empty_like(values)
+    np.put_along_axis(out, order, values, -1)
+    return out
 
 
 def dense_tables(strength: np.ndarray, hand_cards: np.ndarray, live: np.ndarray, dtype) -> tuple:
