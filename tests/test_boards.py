@@ -106,8 +106,8 @@ def test_vectorised_tables_equal_the_loop_and_each_boards_build():
         assert np.array_equal((ix[:, 2:] - H - 1) % (M + 1), (mine[:, 2:] - H - 1) % (M + 1))
 
 
-SPEC = PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=10, stack=55, bet_fractions=(0.5, 1.0), raise_fractions=(1.0,),
-                        raise_cap=1, name="boards_test")
+SPEC = PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=10, stack=55, bet_fractions=(1.0,), raise_cap=0,
+                        name="boards_test")
 
 
 def _per_board(board, w):
@@ -128,7 +128,7 @@ def test_batch_over_boards_equals_one_solve_per_board():
     gathered per subgame) against each board's own build; the tie boards are checked
     under a fixed profile only (with most hands tied, regrets sit at zero and the sign of
     a rounding error picks the next strategy, so two exact programs part ways)."""
-    boards = _boards(3, 3)
+    boards = _boards(2, 3)
     B = boards.shape[0]
     rng = np.random.default_rng(4)
     w = rng.random((B, 2, pb.RIVER_HANDS)) ** 4
