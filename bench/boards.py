@@ -7,7 +7,7 @@ the cost does not depend on them):
 * **host**: `cfrjax.games.poker.boards.board_tables` of B random boards (hand lists,
   7-card strengths, showdown tables; chunks on threads), wall and process CPU seconds,
   the median of `--repeats` after one warm-up, and the boards per minute that rate feeds;
-* **device**: one `solve_batch` of `--iterations` iterations (compiled before timing,
+* **solve** (the device): one `solve_batch` of `--iterations` iterations (compiled before timing,
   the best of `--repeats`) of the B spots (a) on one shared board with the game's own
   terminal form (dense matrices on an accelerator, sorted on a CPU), and (b) on B
   different boards (`set_boards`: per-spot showdown tables, sorted form), as solves of
@@ -74,7 +74,7 @@ def run(spec: str, B: int, iterations: int, repeats: int, note: str | None) -> d
                 order=cfg.order, dtype=cfg.dtype, terminals_one_board="dense" if shared.dense_showdown is not None
                 and jax.default_backend() != "cpu" else "sorted",
                 host_tables_s=host_wall, host_tables_cpu_s=host_cpu, host_boards_per_minute=60.0 * B / host_wall,
-                device=device, per_spot_slowdown=device["board_per_spot"]["solve_s"] / device["one_board"]["solve_s"],
+                solve=device, per_spot_slowdown=device["board_per_spot"]["solve_s"] / device["one_board"]["solve_s"],
                 repeats=repeats, load_average=os.getloadavg()[0], note=note, **meter.fields(), **environment())
 
 
@@ -91,7 +91,7 @@ def main(argv=None):
     for B in (int(b) for b in args.spots.split(",")):
         rec = run(args.spec, B, args.iterations, args.repeats, args.note)
         append_records(path, [rec])
-        d = rec["device"]
+        d = rec["solve"]
         print(f"B={B}: host tables {rec['host_tables_s']:.3f} s ({rec['host_boards_per_minute']:,.0f} boards/min, "
               f"{rec['host_tables_cpu_s']:.3f} CPU s); device {d['one_board']['solves_per_minute']:,.0f} solves/min "
               f"on one board ({rec['terminals_one_board']}), {d['board_per_spot']['solves_per_minute']:,.0f} with a "
