@@ -3,7 +3,7 @@
 For each `--spots` value B, `cfrjax.datagen.generate_shards` fills a fresh dataset folder
 (a temporary one unless `--out`) with `--shards` shards of B full-range river spots
 (`--spec`'s betting, default `hunl_river_full`: bets of 1/2 and 1 pot, no raises; the
-default pot grid; DeepStack ranges; one board per shard) of `--iterations` iterations of
+default pot grid; DeepStack ranges; one board per spot) of `--iterations` iterations of
 the default rule (DCFR alternating, float32), exactly as `cfrjax datagen` does. The
 first shard includes compiling; the steady rate is taken from the time between the
 first and the last shard written (`shards - 1` shards), which includes everything the
@@ -12,17 +12,22 @@ generator does per shard: sampling the board and ranges, building the board's ga
 
 Records (one per B) go to `bench/results/datagen_<backend>.jsonl`: B, shards,
 iterations, rule, order, steady and overall solves per minute, the first shard's seconds
-(compile), the mean host seconds per shard (`sample_s`, `build_s`, `dispatch_s`, `wait_s`:
-waiting for the device, `write_s`; on a CPU host and device are the same cores, so the
-build waits for the solve in flight and `build_s` / `wait_s` split the solve time between
-them), `board_build_s` (building one board's game alone: the per-board cost of one board
-per batch; the first shard minus a steady one is the compile every board would pay if
-its executables were not shared), bytes per spot on disk, every solve's exploitability summarised (count, min, median, p90, p99,
-max, in % of the pot; each one is also in the shards), the load of the machine
-(`CpuMeter`, load average) and `--note`.
+(compile), the mean host seconds per shard of the run (`sample_s` and `sample_cpu_s`:
+sampling the next shard on the background thread, its boards' tables included, wall and
+that thread's CPU; `sample_wait_s`: the loop waiting for it, nonzero when the host is
+the bottleneck; `build_s`: the tree group's game, once per group; `dispatch_s`;
+`wait_s`: waiting for the device; `write_s`), the host preparation of one shard alone
+(`prep_s_per_shard`, `prep_cpu_s_per_shard`: wall and CPU of `sample_shard`, one board
+per spot; `prep_share`: its wall over the steady seconds per shard; `prep_solves_per_minute`:
+the rate the host alone could feed), the device alone (`device_s_per_shard`: one shard
+solved and labelled with nothing overlapping; `device_solves_per_minute`), bytes per spot
+on disk, every solve's exploitability summarised (count, min, median, p90, p99, max, in %
+of the pot; each one is also in the shards), the load of the machine (`CpuMeter`, load
+average) and `--note`. On a CPU host and device share the cores, so the shares there
+say little about a GPU run.
 
     python bench/datagen.py --spots 1024 --shards 12 --iterations 1000           # GPU
-    python bench/datagen.py --spots 16 --shards 4 --note "loaded 2-core CPU"    # CPU
+    python bench/datagen.py --spots 16 --shards 4 --iterations 100 --note "loaded 2-core CPU"    # CPU
 """
 
 from __future__ import annotations
@@ -49,14 +54,14 @@ def run(spec: str, spots: int, shards: int, iterations: int, rule: str, order: s
         note: str | None) -> dict:
     cfg = datagen.DatagenConfig(spec, spots=spots, shards=shards, iterations=iterations, rule=rule, order=order,
                                 seed=seed)
-    # The per-board cost of one board per batch, alone (in the run it overlaps the device's
-    # work, and on a CPU it waits for it): building a board's game, after one warm-up build.
-    builds = []
-    for k in range(4):
-        board = np.sort(np.random.default_rng(1000 + k).choice(52, 5, replace=False))
-        t = time.perf_counter()
-        jax.block_until_ready(datagen.spot_game(cfg, board, 0))
-        builds.append(time.perf_counter() - t)
+    # Host preparation of one shard alone (boards, their tables, ranges: `sample_shard`),
+    # after one warm-up: wall and CPU seconds of this process (the tables' threads included).
+    prep = []
+    for k in range(3):
+        t, c = time.perf_counter(), time.process_time()
+        spots_k = datagen.sample_shard(cfg, k % shards)
+        prep.append((time.perf_counter() - t, time.process_time() - c))
+    prep_wall, prep_cpu = (float(np.median([p[j] for p in prep[1:]])) for j in (0, 1))
     folder = out or tempfile.mkdtemp(prefix="cfrjax-bench-datagen-")
     stamps, expl, timings = [], [], []
     meter = CpuMeter()
@@ -75,6 +80,14 @@ def run(spec: str, spots: int, shards: int, iterations: int, rule: str, order: s
             shutil.rmtree(folder, ignore_errors=True)
     if len(stamps) != shards:
         raise RuntimeError(f"{len(stamps)} of {shards} shards written (a folder with shards already there?)")
+    # The device alone: one shard solved and labelled again (compiled), nothing overlapping it.
+    game = datagen.spot_game(cfg, spots_k.group)
+    device = []
+    for _ in range(2):
+        t = time.perf_counter()
+        datagen.solve_spots(cfg, spots_k, game).result()
+        device.append(time.perf_counter() - t)
+    device_s = min(device)
     e = np.concatenate(expl)
     steady = stamps[-1] - stamps[0] if shards > 1 else None
     host = {k: float(np.mean([t[k] for t in timings[1:] or timings])) for k in timings[0]}
@@ -85,7 +98,10 @@ def run(spec: str, spots: int, shards: int, iterations: int, rule: str, order: s
         steady_solves_per_minute=None if steady is None else 60.0 * (shards - 1) * spots / steady,
         steady_s_per_shard=None if steady is None else steady / (shards - 1),
         overall_solves_per_minute=60.0 * shards * spots / (stamps[-1] - t0), first_shard_s=stamps[0] - t0,
-        host_s_per_shard=host, board_build_s=float(np.median(builds[1:])), bytes_per_spot=size / (shards * spots),
+        host_s_per_shard=host, boards_per_shard=spots, prep_s_per_shard=prep_wall, prep_cpu_s_per_shard=prep_cpu,
+        prep_share=None if steady is None else prep_wall / (steady / (shards - 1)),
+        prep_solves_per_minute=60.0 * spots / prep_wall, device_s_per_shard=device_s,
+        device_solves_per_minute=60.0 * spots / device_s, bytes_per_spot=size / (shards * spots),
         exploitability_pct_pot=dict(count=int(e.size), min=float(e.min()), median=q(0.5), p90=q(0.9), p99=q(0.99),
                                     max=float(e.max()), mean=float(e.mean())),
         load_average=os.getloadavg()[0], note=note, **meter.fields(), **environment())

@@ -38,9 +38,11 @@ __all__ = ["batch_axes", "batch_specs", "batched_fields_of", "check_batch", "ini
 
 
 def retargetable(game) -> dict:
-    """The game's re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one
-    game's leaf (without a batch axis)."""
-    return dict(type(game).RETARGETABLE)
+    """The game's leaves that may carry a batch axis: its re-targetable float leaves
+    (`cfrjax.forms`) and, for the public form, the per-board index tables
+    (`PublicGame.BOARD_TABLES`: a batch of river spots on different boards); name ->
+    dimensions of one game's leaf (without a batch axis)."""
+    return {**type(game).RETARGETABLE, **getattr(type(game), "BOARD_TABLES", {})}
 
 
 def batched_fields_of(games) -> tuple:
@@ -82,13 +84,14 @@ def batch_specs(game, batched, shared, batched_fields=None):
 
 
 def batch_axes(game, axis: int | None = 0):
-    """A `vmap` axes spec for a batch of re-targeted games: every re-targetable leaf mapped
-    over `axis`, the shared tree not mapped.
+    """A `vmap` axes spec for a batch of re-targeted games: every re-targetable float leaf
+    (`RETARGETABLE`) mapped over `axis`, the shared tree not mapped (a public river
+    game's board tables are batched by `cfrjax.games.poker.boards.set_boards`).
 
     E.g. `games = jax.vmap(set_root_ranges, (None, 0, 0), batch_axes(game))(game, r0, r1)`
     then `cfrjax.solve_batch(games, states, 100)`.
     """
-    return batch_specs(game, axis, None, tuple(retargetable(game)))
+    return batch_specs(game, axis, None, tuple(type(game).RETARGETABLE))
 
 
 def init_batch(game, batch: int, *args, **kwargs) -> SolverState:

@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="dataset folder: dataset.json and shard-<i>-of-<n>.npz; shards already there are kept")
     d.add_argument("--shards", type=int, required=True, metavar="N", help="shards in the dataset")
     d.add_argument("--spots", type=int, default=1024, metavar="B",
-                   help="spots per shard, solved as one batch (one board per shard; default 1024)")
+                   help="spots per shard, solved as one batch (one board per spot; default 1024)")
     d.add_argument("--iterations", type=int, default=1000, help="iterations per spot (default 1000)")
     d.add_argument("--pots", default=None, metavar="P,P,...",
                    help="pot grid in chips, each spot's pot uniform over it (default: 2 stack / 2^k, k = 5..1)")

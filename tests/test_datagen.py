@@ -195,12 +195,13 @@ def test_shard_samples_follow_the_distribution():
     for i in range(8):
         s = datagen.sample_shard(cfg, i)
         assert s.ranges.shape == (4, 2, 1326) and s.ranges.dtype == np.float32
-        assert len(set(s.board)) == 5 and set(s.pots) <= set(cfg.pots[k] for k in cfg.tree_groups[s.group])
+        assert s.boards.shape == (4, 5) and all(len(set(b)) == 5 for b in s.boards.tolist())
+        assert set(s.pots) <= set(cfg.pots[k] for k in cfg.tree_groups[s.group])
         groups.append(s.group)
     assert cfg.tree_groups == ((0, 1), (2,)) and 0 < groups.count(1) < 8    # group 1 drawn with probability 1/3
     # Shard i depends on the seed and i only; another seed gives other spots.
     a, b = datagen.sample_shard(cfg, 7), datagen.sample_shard(config(pots=(10, 20, 110), shards=8, spots=4), 7)
-    assert np.array_equal(a.ranges, b.ranges) and np.array_equal(a.board, b.board)
+    assert np.array_equal(a.ranges, b.ranges) and np.array_equal(a.boards, b.boards)
     c = datagen.sample_shard(config(pots=(10, 20, 110), shards=8, spots=4, seed=4), 7)
     assert not np.array_equal(a.ranges, c.ranges)
 
@@ -255,10 +256,9 @@ def test_schema_and_labels(reference):
         assert np.allclose(r.sum(1), 1.0, atol=1e-6) and (r[:, blocked] == 0).all()
         assert (data["values"][n][:, blocked] == 0).all()
         # The probability that two hands drawn from the ranges share no card, by brute force
-        # (pairs of live combos sharing no card; one board per shard).
-        if n % 2 == 0:
-            cards = COMBOS[~blocked]
-            compat = ~(cards[:, None, :, None] == cards[None, :, None, :]).any((-1, -2))
+        # (pairs of live combos sharing no card; one board per spot).
+        cards = COMBOS[~blocked]
+        compat = ~(cards[:, None, :, None] == cards[None, :, None, :]).any((-1, -2))
         assert data["norm"][n] == pytest.approx(r[0, ~blocked] @ compat @ r[1, ~blocked], rel=1e-12)
         # Per-hand values weighted by the ranges: each player's value, in chips.
         got = (r * data["values"][n]).sum(1) * data["pot"][n] / data["norm"][n]
@@ -267,7 +267,7 @@ def test_schema_and_labels(reference):
     assert (data["exploitability"] > 0).all()
     np.testing.assert_allclose(data["exploitability_pct_pot"], 100 * data["exploitability"] / data["pot"])
     meta = datagen.load_shard(datagen.shard_path(reference, 1, 3))["meta"]
-    assert meta["shard"] == 1 and meta["schema"] == 1 and meta["iterations"] == 8 and meta["tree_pots"] == [10.0, 20.0]
+    assert meta["shard"] == 1 and meta["schema"] == 2 and meta["iterations"] == 8 and meta["tree_pots"] == [10.0, 20.0]
 
 
 @jax.jit

@@ -12,12 +12,12 @@ the same data for the same seed however the work is split.
     cfrjax.datagen.generate(config, "data/river")       # or: cfrjax datagen hunl_river_full --out data/river ...
     data = cfrjax.datagen.read_dataset("data/river")     # dict of arrays, spots concatenated
 
-Shard schema (version `SCHEMA_VERSION` = 1; `N` spots per shard, combos in the 1,326
+Shard schema (version `SCHEMA_VERSION` = 2, one board per spot; version 1 had one per shard; `N` spots per shard, combos in the 1,326
 combo order of `cfrjax.games.poker.cards`):
 
 | array | shape, dtype | what |
 |---|---|---|
-| `board` | `[N, 5]` int8 | the river board, card ids ascending (one board per shard) |
+| `board` | `[N, 5]` int8 | each spot's river board, card ids ascending |
 | `pot` | `[N]` float64 | the pot at the start of the river, chips |
 | `stack` | `[N]` float64 | each player's stack at the start of the hand, chips (fixed per dataset) |
 | `ranges` | `[N, 2, 1326]` float32 | player p's range: probabilities summing to 1; 0 on combos blocked by the board |
@@ -26,7 +26,7 @@ combo order of `cfrjax.games.poker.cards`):
 | `value` | `[N, 2]` float64 | player p's expected value of the spot, chips (`value[:, 1] = -value[:, 0]` to rounding) |
 | `exploitability` | `[N]` float64 | of the solution, chips: NashConv / 2 (the mean of the two best responses' gains) |
 | `exploitability_pct_pot` | `[N]` float64 | the same in % of the pot |
-| `meta` | uint8 (JSON) | schema, shard, shards, seed, spots, iterations, rule, order, averaging, dtype, stack, board, tree group and its pots, device |
+| `meta` | uint8 (JSON) | schema, shard, shards, seed, spots, iterations, rule, order, averaging, dtype, stack, tree group and its pots, device |
 
 Values are DeepStack's counterfactual values, in pot units:
 `values[p, h] = (1 / pot) sum_{h'} compat(h, h') r_q[h'] u_p(h, h')`, with `q` the
@@ -40,8 +40,9 @@ live hand with range weight 0 still has a value (that of the solution's strategy
 which is uniform where it was never reached). The solution is the average policy after
 `iterations` iterations; every label is evaluated from it in float64.
 
-Limits: one board per shard (a batch shares the board's hand list and strength tables);
-pots from a finite grid (`DatagenConfig.pots`), grouped into tree groups
+One board per spot: a shard's batch carries its boards' showdown tables as data
+(`cfrjax.games.poker.boards`), made on the host for all its boards at once while the
+device solves the previous shard. Limits: pots from a finite grid (`DatagenConfig.pots`), grouped into tree groups
 (`cfrjax.datagen.config`); river spots only.
 """
 

@@ -34,7 +34,7 @@ from cfrjax.rules import AVERAGING, DEFAULT_ORDER, DEFAULT_RULE, DTYPES, ORDERS,
 __all__ = ["DatagenConfig", "SCHEMA_VERSION", "default_pots", "spot_spec"]
 
 #: Version of the shard schema (`cfrjax.datagen` module docstring); in every shard's meta.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Fields of a `PokerSubgameSpec` that a dataset samples or ignores (the rest is its betting).
 _SAMPLED = ("board", "pot", "stack", "range0", "range1", "random_hands", "seed", "name", "source")
 

@@ -3,8 +3,9 @@
 Shard `i` of a dataset draws, from `numpy.random.default_rng(SeedSequence(seed,
 spawn_key=(i,)))` in this order:
 
-1. **Board**: 5 distinct cards, uniform over the deck (one board per shard: the spots
-   of a solve batch share the board's hand list and strength tables).
+1. **Boards**: per spot, 5 distinct cards, uniform over the deck (the first 5 of a
+   uniformly random permutation, from one `rng.random((spots, 52))` call; one board
+   per spot: a solve batch carries its boards' tables, `cfrjax.games.poker.boards`).
 2. **Tree group**: group `g` of `DatagenConfig.tree_groups` with probability (its grid
    pots) / (all grid pots).
 3. **Pots**: per spot, uniform over the group's grid pots; with 2. each spot's pot is
@@ -23,8 +24,8 @@ import dataclasses
 import numpy as np
 
 from cfrjax.datagen.config import DatagenConfig
-from cfrjax.games.poker.cards import COMBOS, NUM_COMBOS, combos_blocked_by, parse_board
-from cfrjax.games.poker.evaluator import evaluate
+from cfrjax.games.poker.boards import board_tables, win_probability
+from cfrjax.games.poker.cards import NUM_COMBOS, parse_board
 
 __all__ = ["ShardSpots", "hand_strength", "recursive_ranges", "sample_shard", "shard_rng"]
 
@@ -37,33 +38,14 @@ def shard_rng(seed: int, index: int) -> np.random.Generator:
 def hand_strength(board) -> np.ndarray:
     """`[1326]` float64: for each combo not blocked by the 5-card `board`, the probability
     that it beats an opponent hand drawn uniformly from the combos that share no card
-    with it or the board (a tie counts one half); NaN for blocked combos.
-
-    Counted over all live hands, less those holding one of the hand's two cards (each
-    card's hands compared directly): `O(H log H + H M)` for `H` live hands, `M` per card."""
+    with it or the board (a tie counts one half); NaN for blocked combos
+    (`cfrjax.games.poker.boards.win_probability` of the board)."""
     b = parse_board(board)
     if b.size != 5:
         raise ValueError(f"hand_strength needs a river board (5 cards), got {b.size}")
-    live = np.flatnonzero(~combos_blocked_by(b))
-    cards = COMBOS[live]                                                               # [H, 2]
-    s = evaluate(np.concatenate([np.broadcast_to(b, (live.size, 5)), cards], axis=1)).astype(np.float64)
-    ordered = np.sort(s)
-    below = np.searchsorted(ordered, s, "left")                                        # incl. conflicting hands
-    equal = np.searchsorted(ordered, s, "right") - below                               # incl. the hand itself
-    holding = [np.flatnonzero((cards == c).any(1)) for c in range(52)]
-    M = max(len(x) for x in holding)
-    table = np.full((52, M), live.size)
-    for c, x in enumerate(holding):
-        table[c, :len(x)] = x
-    s_pad = np.append(s, np.nan)
-    same = [s_pad[table[cards[:, k]]] for k in (0, 1)]                                 # [H, M] each
-    count = [np.isfinite(x).sum(1) for x in same]                                      # hands holding each card
-    # A hand's conflicts are the hands holding its first or its second card; only itself holds both.
-    wins = below - sum((x < s[:, None]).sum(1) for x in same)
-    ties = equal - sum((x == s[:, None]).sum(1) for x in same) + 1
-    total = live.size - (count[0] + count[1] - 1)
+    t = board_tables(b[None], workers=1)
     out = np.full(NUM_COMBOS, np.nan)
-    out[live] = (wins + 0.5 * ties) / total
+    out[t["hands"][0]] = win_probability(t)[0]
     return out
 
 
@@ -74,13 +56,17 @@ def recursive_ranges(strength: np.ndarray, size: int, rng: np.random.Generator) 
     a single hand gets `p`; otherwise `p1 ~ U(0, p)`, the weaker `floor(|S| / 2)` hands
     get `R(S1, p1)` and the others `R(S2, p - p1)`. Starting from every live hand (finite
     `strength`; ties in strength ordered by combo index) with `p = 1`, each range sums to
-    1 and is zero on blocked combos. The `size` ranges are drawn together level by level
-    (one `rng.random((size, splits))` call per level), so the stream, and the ranges, are
-    fixed by the generator's state.
+    1 and is zero on blocked combos. `strength` is `[1326]` (every range on one board) or
+    `[size, 1326]` (range `i` on its own board, all with as many live hands). The `size`
+    ranges are drawn together level by level (one `rng.random((size, splits))` call per
+    level), so the stream, and the ranges, are fixed by the generator's state.
     """
-    live = np.flatnonzero(np.isfinite(strength))
-    order = live[np.argsort(strength[live], kind="stable")]
-    lo, hi = np.zeros(1, np.int64), np.full(1, order.size, np.int64)
+    live = np.isfinite(strength).sum(-1)
+    n = int(np.max(live))
+    if np.any(live != n):
+        raise ValueError("every range's board must have as many live hands")
+    order = np.argsort(np.where(np.isfinite(strength), strength, np.inf), axis=-1, kind="stable")[..., :n]
+    lo, hi = np.zeros(1, np.int64), np.full(1, n, np.int64)
     mass = np.ones((size, 1))
     while True:
         split = hi - lo > 1
@@ -98,7 +84,7 @@ def recursive_ranges(strength: np.ndarray, size: int, rng: np.random.Generator) 
         mass = np.where(first, part, m - part)
         lo, hi = new_lo, new_hi
     out = np.zeros((size, NUM_COMBOS))
-    out[:, order] = mass
+    np.put_along_axis(out, np.broadcast_to(order, (size, n)), mass, 1)
     return out
 
 
@@ -108,18 +94,22 @@ class ShardSpots:
 
     Attributes:
       index: the shard.
-      board: `[5]` card ids, ascending.
+      boards: `[spots, 5]` card ids, each board ascending.
       group: the tree group (index into `DatagenConfig.tree_groups`).
       pots: `[spots]` float64 chips.
       ranges: `[spots, 2, 1326]` float32, each row sums to 1 (to float32 rounding), zero
         on blocked combos: the spots' ranges exactly as solved and stored.
+      tables: the boards' `cfrjax.games.poker.boards.board_tables` (hand lists and
+        showdown tables, `[spots, ...]`), made while sampling (the ranges follow the
+        hands' strength); not stored.
     """
 
     index: int
-    board: np.ndarray
+    boards: np.ndarray
     group: int
     pots: np.ndarray
     ranges: np.ndarray
+    tables: dict = dataclasses.field(repr=False, compare=False, default=None)
 
 
 def sample_shard(config: DatagenConfig, index: int) -> ShardSpots:
@@ -127,12 +117,16 @@ def sample_shard(config: DatagenConfig, index: int) -> ShardSpots:
     if not 0 <= index < config.shards:
         raise ValueError(f"shard {index} is outside 0..{config.shards - 1}")
     rng = shard_rng(config.seed, index)
-    board = np.sort(rng.choice(52, size=5, replace=False))
+    B = config.spots
+    boards = np.sort(np.argsort(rng.random((B, 52)), axis=1)[:, :5], axis=1)
     groups = config.tree_groups
     sizes = np.array([len(g) for g in groups], np.float64)
     group = int(rng.choice(len(groups), p=sizes / sizes.sum()))
     grid = np.asarray(config.pots)[list(groups[group])]
-    pots = grid[rng.integers(0, grid.size, size=config.spots)]
-    strength = hand_strength(board)
-    ranges = np.stack([recursive_ranges(strength, config.spots, rng) for _ in (0, 1)], axis=1)
-    return ShardSpots(index=int(index), board=board, group=group, pots=pots, ranges=ranges.astype(np.float32))
+    pots = grid[rng.integers(0, grid.size, size=B)]
+    tables = board_tables(boards)
+    strength = np.full((B, NUM_COMBOS), np.nan)
+    np.put_along_axis(strength, tables["hands"], win_probability(tables), 1)
+    ranges = np.stack([recursive_ranges(strength, B, rng) for _ in (0, 1)], axis=1)
+    return ShardSpots(index=int(index), boards=boards, group=group, pots=pots, ranges=ranges.astype(np.float32),
+                      tables=tables)

@@ -12,6 +12,7 @@ order or number of restarts gives the same files' arrays.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
 import re
@@ -24,7 +25,7 @@ import numpy as np
 from cfrjax.atomic import atomic_write
 from cfrjax.datagen.config import SCHEMA_VERSION, DatagenConfig
 from cfrjax.datagen.sampling import sample_shard
-from cfrjax.datagen.solve import solve_spots
+from cfrjax.datagen.solve import solve_spots, spot_game
 
 __all__ = ["ARRAYS", "MANIFEST", "ShardWritten", "generate", "generate_shards", "load_shard", "read_dataset",
            "shard_path", "worker_from_env", "worker_shards"]
@@ -148,8 +149,11 @@ def read_dataset(out: str | os.PathLike, *, complete: bool = True) -> dict:
 
 class ShardWritten(dict):
     """What `generate_shards` yields per shard written: `index`, `path`, `spots`,
-    `exploitability_pct_pot` (`[spots]`) and host `timings` (seconds: `sample_s`,
-    `build_s`, `dispatch_s`, `wait_s`, `write_s`)."""
+    `exploitability_pct_pot` (`[spots]`) and host `timings` (seconds: `sample_s` and
+    `sample_cpu_s`, wall and thread CPU time of sampling on the background thread, boards'
+    tables included; `sample_wait_s`, the main loop waiting for it; `build_s`, the tree
+    group's game when first needed, else 0; `dispatch_s`, `wait_s`: for the device;
+    `write_s`)."""
 
     __getattr__ = dict.__getitem__
 
@@ -159,8 +163,9 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
     """Write the missing shards of worker `worker` of `num_workers`, yielding each one once
     written.
 
-    One shard is in flight on the device while the host writes the previous one and
-    samples and builds the next (JAX dispatches asynchronously). `stop()` is asked before
+    One shard is in flight on the device while the host writes the previous one, and a
+    background thread samples the next (its boards' tables and ranges: JAX dispatches
+    asynchronously; one game per tree group is built once). `stop()` is asked before
     each new shard is dispatched: once it is true, the shard in flight is written and the
     iterator ends. Closing the iterator early drops the shard in flight (nothing of it
     is written).
@@ -179,7 +184,7 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
     def finish(pending) -> ShardWritten:
         arrays = pending.result()
         s = pending.spots
-        meta = dict(base, shard=s.index, board=[int(c) for c in s.board], tree_group=s.group,
+        meta = dict(base, shard=s.index, tree_group=s.group,
                     tree_pots=[config.pots[k] for k in config.tree_groups[s.group]])
         t0 = time.perf_counter()
         path = shard_path(out, s.index, config.shards)
@@ -188,20 +193,41 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
         return ShardWritten(index=s.index, path=path, spots=s.pots.size,
                             exploitability_pct_pot=arrays["exploitability_pct_pot"], timings=pending.timings)
 
-    pending = None
-    for i in todo:
-        if stop is not None and stop():
-            break
-        t0 = time.perf_counter()
+    # The next shard is sampled (boards, their tables, ranges: NumPy, mostly outside the
+    # GIL) on a background thread while the device solves the current one.
+    games = {}
+    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="datagen-sample")
+
+    def sample(i):
+        t0, c0 = time.perf_counter(), time.thread_time()
         spots = sample_shard(config, i)
-        sample_s = time.perf_counter() - t0
-        job = solve_spots(config, spots)
-        job.timings["sample_s"] = sample_s
+        return spots, dict(sample_s=time.perf_counter() - t0, sample_cpu_s=time.thread_time() - c0)
+
+    pending = None
+    ahead = pool.submit(sample, todo[0]) if todo else None
+    try:
+        for k, i in enumerate(todo):
+            if stop is not None and stop():
+                break
+            t0 = time.perf_counter()
+            spots, times = ahead.result()
+            ready_s = time.perf_counter() - t0
+            ahead = pool.submit(sample, todo[k + 1]) if k + 1 < len(todo) else None
+            t0 = time.perf_counter()
+            if spots.group not in games:
+                games[spots.group] = spot_game(config, spots.group)
+            build_s = time.perf_counter() - t0
+            job = solve_spots(config, spots, games[spots.group])
+            job.timings.update(times, sample_wait_s=ready_s, build_s=build_s)
+            if pending is not None:
+                yield finish(pending)
+            pending = job
         if pending is not None:
             yield finish(pending)
-        pending = job
-    if pending is not None:
-        yield finish(pending)
+    finally:
+        if ahead is not None:
+            ahead.cancel()
+        pool.shutdown(wait=True)
 
 
 def generate(config: DatagenConfig, out: str | os.PathLike, *, worker: int | None = None,

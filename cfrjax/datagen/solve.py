@@ -1,13 +1,14 @@
 """Solving one shard's spots in one batch and reading off their labels.
 
-The spots of a shard share a board and a tree group (`cfrjax.datagen.sampling`), so they
-are one batch of one game: the river game of the group's reference pot on the board
-(every live hand, `build_public`; `DatagenConfig.tree_groups`: every pot of the group
-has this game divided by its pot), ranges set per spot (`cfrjax.public.passes.set_ranges` under
-`vmap`, `cfrjax.batch_axes`), solved with `cfrjax.solve_batch`. The game is solved
-*without its labels* (`labels=None`): labels name the board's hands and are static
-metadata, so every board would otherwise compile its own executables; the passes never
-read them, and without them every board of one tree group reuses one executable.
+The spots of a shard share a tree group (`cfrjax.datagen.sampling`), so they are one
+batch of one game: the river game of the group's reference pot (every live hand,
+`build_public`, on the template's board; `DatagenConfig.tree_groups`: every pot of the
+group has this game divided by its pot), with one board per spot as data
+(`cfrjax.games.poker.boards.set_boards`: hand `h` of spot `b` is combo
+`spots.tables["hands"][b, h]`) and ranges set per spot (`cfrjax.public.passes.set_ranges`
+under `vmap`, `cfrjax.batch_axes`), solved with `cfrjax.solve_batch`. The game is solved
+*without its labels* (`labels=None`: static metadata the passes never read), so every
+shard of one tree group reuses one executable whatever its boards.
 
 Labels of each spot, evaluated in float64 from the float32 (or float64) average policy
 (the project's rule: every reported number in float64), batch-last like the solve:
@@ -26,11 +27,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.batch import batch_axes, init_batch, solve_batch
+from cfrjax.batch import batch_axes, batched_fields_of, init_batch, solve_batch
 from cfrjax.datagen.config import DatagenConfig, spot_spec
 from cfrjax.datagen.sampling import ShardSpots
 from cfrjax.driver import with_float_dtype
-from cfrjax.games.poker.cards import NUM_COMBOS, board_str
+from cfrjax.games.poker.boards import set_boards
+from cfrjax.games.poker.cards import NUM_COMBOS
 from cfrjax.games.poker.public import build_public
 from cfrjax.policy import normalize
 from cfrjax.public import passes as pp
@@ -38,11 +40,12 @@ from cfrjax.public import passes as pp
 __all__ = ["Pending", "solve_spots", "spot_game"]
 
 
-def spot_game(config: DatagenConfig, board, group: int):
-    """The game tree group `group` is solved as on `board`: its reference pot, the
-    dataset's stack, every live hand, the config's float dtype, labels kept
-    (`solve_spots` drops them)."""
-    return build_public(spot_spec(config.spec, board_str(board), config.reference_pot(group), config.stack),
+def spot_game(config: DatagenConfig, group: int):
+    """The game tree group `group` is solved as: its reference pot, the dataset's stack,
+    every live hand, on the template's board (each spot's board replaces its showdown
+    tables: `solve_spots`), the config's float dtype, labels kept (`solve_spots` drops
+    them)."""
+    return build_public(spot_spec(config.spec, config.spec.board, config.reference_pot(group), config.stack),
                         dtype=config.dtype)
 
 
@@ -59,8 +62,8 @@ def _labels(games, states):
     passes take trailing batch axes)."""
     last = lambda x: jnp.moveaxis(x, 0, -1)   # noqa: E731
     g = with_float_dtype(games, jnp.float64)
-    w = last(g.weights)                                                    # [2, H, B]
-    g = pp.set_ranges(g, w[0], w[1])                                       # Z in float64
+    g = dataclasses.replace(g, **{f: last(getattr(g, f)) for f in batched_fields_of(g)})   # board tables too
+    g = pp.set_ranges(g, g.weights[0], g.weights[1])                       # Z in float64
     policy = normalize(g, last(states.avg.astype(jnp.float64)))            # [S, H, B]
     return pp.best_response_values(g, policy), pp.hand_values(g, policy), g.norm
 
@@ -72,12 +75,13 @@ class Pending:
     Attributes:
       spots: the shard's sampled spots.
       stack: the dataset's stack (chips).
-      hands: `[H]` the game's hand list (combo indices of the live hands).
+      hands: `[B, H]` each spot's hand list (combo indices of its board's live hands).
       ref_pot: the pot (chips) of the game solved (`DatagenConfig.reference_pot`).
       outputs: the device arrays of `_labels` (best responses `[2, B]`, per-hand values
         `[2, H, B]`, `Z [B]`), in chips of `ref_pot`.
       states: the solved `SolverState`s (leading batch axis `B`), e.g. for their average
-        policies (the game of `ref_pot`: the same slots as each spot built at its pot).
+        policies (the game of `ref_pot`: the same slots as each spot built at its pot and
+        board, hand `h` of spot `b` being combo `hands[b, h]`).
       timings: host seconds so far (`build_s`, `dispatch_s`; `result()` adds `wait_s`).
     """
 
@@ -98,29 +102,32 @@ class Pending:
         s = self.spots
         B = s.pots.size
         cfv = np.zeros((B, 2, NUM_COMBOS), np.float64)
-        cfv[:, :, self.hands] = v * norm[:, None, None]
-        w = s.ranges.astype(np.float64)
+        idx = np.broadcast_to(self.hands[:, None, :], v.shape)
+        np.put_along_axis(cfv, idx, v * norm[:, None, None], 2)
+        w = np.take_along_axis(s.ranges, idx, 2).astype(np.float64)                  # [B, 2, H]
         expl = 0.5 * (br[:, 0] + br[:, 1])                                     # pot units
         return dict(
-            board=np.broadcast_to(s.board.astype(np.int8), (B, 5)).copy(),
+            board=s.boards.astype(np.int8),
             pot=s.pots.astype(np.float64), stack=np.full(B, self.stack), ranges=s.ranges,
             values=cfv.astype(np.float32), norm=norm,
-            value=np.einsum("bph,bph->bp", w[:, :, self.hands], v) * s.pots[:, None],
+            value=np.einsum("bph,bph->bp", w, v) * s.pots[:, None],
             exploitability=expl * s.pots, exploitability_pct_pot=100.0 * expl)
 
 
 def solve_spots(config: DatagenConfig, spots: ShardSpots, game=None) -> Pending:
     """Dispatch the solve and the labels of a shard's spots (asynchronously: JAX returns
     before the device is done; `Pending.result()` waits). `game`: `spot_game` of the
-    shard's board and group if already built."""
+    shard's group if already built (it is the same for every shard of the group)."""
     t0 = time.perf_counter()
     if game is None:
-        game = spot_game(config, spots.board, spots.group)
-    hands = np.asarray(game.labels.hands)
+        game = spot_game(config, spots.group)
     t1 = time.perf_counter()
+    hands = spots.tables["hands"]
     bare = dataclasses.replace(game, labels=None)
-    w = jnp.asarray(spots.ranges[:, :, hands], game.weights.dtype)
-    games = _with_ranges(bare, w[:, 0], w[:, 1])
+    w = jnp.asarray(np.take_along_axis(spots.ranges, np.broadcast_to(hands[:, None, :], (hands.shape[0], 2,
+                                                                                          hands.shape[1])), 2),
+                    game.weights.dtype)
+    games = set_boards(_with_ranges(bare, w[:, 0], w[:, 1]), spots.tables)
     states = init_batch(bare, spots.pots.size, rule=config.rule, order=config.order, averaging=config.averaging,
                         dtype=config.dtype)
     states = solve_batch(games, states, config.iterations)

@@ -300,6 +300,9 @@ class PublicGame:
 
     #: Re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one game's leaf.
     RETARGETABLE = {"weights": 2, "norm": 0}
+    #: Index leaves a batch of river spots may also carry per subgame (one board each:
+    #: `cfrjax.games.poker.boards.set_boards`): name -> dimensions of one game's leaf.
+    BOARD_TABLES = {"sd_sorted": 2, "sd_card_sorted": 3, "sd_index": 3}
 
     def __post_init__(self):
         if self.reduction not in REDUCTIONS:

@@ -91,26 +91,54 @@ def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np
     B, H = s.shape
     hc = np.asarray(hand_cards, np.int64)
     C, M = card_hands.shape
+    # Vectorised over boards: one stable sort per row (all boards' rows at once), then
+    # counts read off each tie group's first and last position in sorted order.
     order = np.argsort(s, axis=1, kind="stable")
-    ss = np.take_along_axis(s, order, 1)
-    big = int(s.max(initial=0)) + 1
-    spad = np.concatenate([s, np.full((B, 1), big, np.int64)], axis=1)       # [B, H + 1]
-    card_sorted = np.empty((B, C, M), np.int32)
-    index = np.empty((B, H, 6), np.int64)
-    for b in range(B):
-        lt = np.searchsorted(ss[b], s[b], "left")
-        le = np.searchsorted(ss[b], s[b], "right")
-        sx = spad[b][card_hands]                                             # [C, M]
-        idx = np.argsort(sx, axis=1, kind="stable")
-        card_sorted[b] = np.take_along_axis(card_hands, idx, 1)
-        own = np.take_along_axis(sx, idx, 1)[hc]                             # [H, 2, M] sorted strengths
-        mine = s[b][:, None, None]
-        lt_k = (own < mine).sum(-1)                                          # [H, 2]
-        le_k = (own <= mine).sum(-1)
-        base = H + 1 + hc * (M + 1)                                          # [H, 2]
-        index[b] = np.stack([lt, le, base[:, 0] + lt_k[:, 0], base[:, 0] + le_k[:, 0],
-                             base[:, 1] + lt_k[:, 1], base[:, 1] + le_k[:, 1]], axis=1)
+    lt, le = _tie_bounds(np.take_along_axis(s, order, 1))
+    lt = _unsort(lt, order)                                                  # [B, H] hands weaker
+    le = _unsort(le, order)                                                  # not stronger
+    # Each card's hands sorted by strength: `lt` orders the hands as the strengths do
+    # (ties equal) in a small integer type, padding (`H`) above every hand.
+    key = np.concatenate([lt, np.full((B, 1), H + 1, lt.dtype)], axis=1)[:, card_hands]   # [B, C, M]
+    idx = np.argsort(key, axis=2, kind="stable")
+    card_sorted = np.take_along_axis(np.broadcast_to(card_hands, (B, C, M)), idx, 2).astype(np.int32)
+    c_lt, c_le = (_unsort(x, idx) for x in _tie_bounds(np.take_along_axis(key, idx, 2)))  # by card_hands slot
+    # Hand h is card_hands[hc[h, k], slot[h, k]].
+    slot = np.zeros_like(hc)
+    rows, cols = np.nonzero(card_hands < H)
+    for k in (0, 1):
+        mine = hc[card_hands[rows, cols], k] == rows
+        slot[card_hands[rows, cols][mine], k] = cols[mine]
+    lt_k = c_lt[:, hc, slot].astype(np.int32)                                # [B, H, 2]
+    le_k = c_le[:, hc, slot].astype(np.int32)
+    base = (H + 1 + hc * (M + 1)).astype(np.int32)[None]                     # [1, H, 2]
+    index = np.stack([lt.astype(np.int32), le.astype(np.int32), base[..., 0] + lt_k[..., 0], base[..., 0] + le_k[..., 0],
+                      base[..., 1] + lt_k[..., 1], base[..., 1] + le_k[..., 1]], axis=2)
     return {"sd_sorted": order.astype(np.int32), "sd_card_sorted": card_sorted, "sd_index": index.astype(np.int32)}
+
+
+def _tie_bounds(sorted_values: np.ndarray) -> tuple:
+    """`(first, end)`, same shape, int16 (int32 past 32,767 entries): along the last axis of
+    ascending `sorted_values`, the position of the first entry equal to each one and one
+    past the last (the counts of entries below it and not above it)."""
+    n = sorted_values.shape[-1]
+    dt = np.int16 if n < 2 ** 15 - 1 else np.int32
+    pos = np.arange(n, dtype=dt)
+    new = np.ones(sorted_values.shape, bool)
+    new[..., 1:] = sorted_values[..., 1:] != sorted_values[..., :-1]         # a value starts at i
+    first = np.maximum.accumulate(np.where(new, pos, dt(0)), axis=-1)
+    ends = np.ones(sorted_values.shape, bool)
+    ends[..., :-1] = new[..., 1:]                                            # a value ends at i
+    end = np.minimum.accumulate(np.where(ends, pos + dt(1), dt(n))[..., ::-1], axis=-1)[..., ::-1]
+    return first, end
+
+
+def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """`out` with `out[..., order[..., i]] = values[..., i]` (values in sorted order back
+    to the original order)."""
+    out = np.empty_like(values)
+    np.put_along_axis(out, order, values, -1)
+    return out
 
 
 def dense_tables(strength: np.ndarray, hand_cards: np.ndarray, live: np.ndarray, dtype) -> tuple:
@@ -156,19 +184,43 @@ def compat_sums(x, hand_cards, card_hands):
     return jnp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + x
 
 
+def _gather_rows(a, index):
+    """`a[index]` along the leading axis: `index [n]` shared by every column of `a [R, ...]`,
+    or per subgame `index [n, nb]` against `a [R, Q, nb]` (board tables batch-last, one
+    column of indices per subgame) -> `[n, Q, nb]`."""
+    if index.ndim == 1:
+        return a[index]
+    return jnp.take_along_axis(a, index[:, None, :], axis=0)
+
+
 def _showdown_sorted_hm(board: dict, x, cpu: bool):
-    """One board: hand-major `x [H, Q]` -> `D [H, Q]` (module docstring)."""
+    """One board: hand-major `x [H, Q]` -> `D [H, Q]` (module docstring).
+
+    The tables are one board's (`sd_sorted [H]`, ...) or, batch-last, one board per
+    subgame (`sd_sorted [H, *batch]`, `sd_card_sorted [C, M, *batch]`, `sd_index [H, 6,
+    *batch]`: `cfrjax.games.poker.boards`), the batch axes being the trailing axes of `Q`."""
     H = x.shape[0]
+    C, M = board["sd_card_sorted"].shape[:2]
+    tb = board["sd_sorted"].shape[1:]                                        # per-subgame tables' batch
+    nb = int(np.prod(tb)) if tb else 0
+    shape = x.shape
+    if nb:
+        x = x.reshape((H, -1, nb))
+    flat = lambda t, n: t.reshape((n,) + ((nb,) if nb else ()))             # noqa: E731
     xz = _pad_zero(x)
-    C, M = board["sd_card_sorted"].shape
-    gathered = xz[jnp.concatenate([board["sd_sorted"], board["sd_card_sorted"].reshape(-1)])]
+    index = jnp.concatenate([flat(board["sd_sorted"], H), flat(board["sd_card_sorted"], C * M)])
+    gathered = _gather_rows(xz, index)
     prefix = exclusive_prefix(gathered[:H], cpu)                              # [H + 1, Q]
     cprefix = exclusive_prefix(jnp.swapaxes(gathered[H:].reshape((C, M) + x.shape[1:]), 0, 1), cpu)   # [M + 1, C, Q]
     g = prefix - 0.5 * prefix[-1:]
     neg_d = jnp.swapaxes(0.5 * cprefix[-1:] - cprefix, 0, 1).reshape((C * (M + 1),) + x.shape[1:])
     # Six rows per hand, all added (the card terms are stored negated). A reduction, not
     # adds: XLA would fuse adds with the transpose that follows and gather single numbers.
-    return jnp.sum(jnp.concatenate([g, neg_d])[board["sd_index"]], axis=1)
+    terms = jnp.concatenate([g, neg_d])
+    if not nb:
+        return jnp.sum(terms[board["sd_index"]], axis=1)
+    rows = _gather_rows(terms, flat(board["sd_index"], H * 6))
+    return jnp.sum(rows.reshape((H, 6) + x.shape[1:]), axis=1).reshape(shape)
 
 
 def _rows(r, fn):

@@ -1,0 +1,166 @@
+"""Boards as data (`cfrjax.games.poker.boards`): a batch of river spots on different boards.
+
+Checked: each board's hand list and strengths against the evaluator called hand by hand
+(boards where the board plays, so that most hands tie, among random ones); the
+vectorised showdown tables against the per-board loop they replaced and against each
+board's own build; and a batch solve over different boards against one solve per board,
+built afresh on its own board (float64): values and best responses under one random
+profile, entry by entry, and regrets and averages after a few iterations.
+"""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax.batch import batch_axes, batched_fields_of, init_batch, solve_batch
+from cfrjax.games.poker import PokerSubgameSpec, boards as pb
+from cfrjax.games.poker.cards import COMBOS, board_str, combos_blocked_by, parse_board
+from cfrjax.games.poker.evaluator import evaluate
+from cfrjax.games.poker.public import build_public
+from cfrjax.policy import normalize
+from cfrjax.public import passes as pp
+from cfrjax.public import terminals as pt
+
+jax.config.update("jax_enable_x64", True)
+
+#: Boards where the board plays for most hands (ties): a royal flush, quads (the kicker decides), broadway.
+TIE_BOARDS = ("As Ks Qs Js Ts", "9c 9d 9h 9s 2c", "Ah Kd Qc Js Th")
+
+
+def _boards(n, seed):
+    rng = np.random.default_rng(seed)
+    rand = np.sort(np.argsort(rng.random((n, 52)), axis=1)[:, :5], axis=1)
+    return np.concatenate([np.stack([np.sort(parse_board(b)) for b in TIE_BOARDS]), rand])
+
+
+def test_hands_and_strengths_are_the_evaluators():
+    boards = _boards(5, 0)
+    hands = pb.river_hands(boards)
+    strength = pb.river_strengths(boards)
+    for b, board in enumerate(boards):
+        live = np.flatnonzero(~combos_blocked_by(board))
+        assert np.array_equal(hands[b], live)
+        want = np.array([evaluate(np.concatenate([board, COMBOS[h]])) for h in live])   # one hand at a time
+        assert np.array_equal(strength[b], want), b
+    # The board plays: every hand ties on the royal flush; on the quads only the kicker counts.
+    assert np.unique(strength[0]).size == 1 and np.unique(strength[1]).size == 12
+
+
+def _showdown_tables_loop(strength, hand_cards, card_hands):
+    """The per-board loop `showdown_tables` was (reference)."""
+    s = np.asarray(strength, np.int64)
+    B, H = s.shape
+    hc = np.asarray(hand_cards, np.int64)
+    C, M = card_hands.shape
+    order = np.argsort(s, axis=1, kind="stable")
+    ss = np.take_along_axis(s, order, 1)
+    big = int(s.max(initial=0)) + 1
+    spad = np.concatenate([s, np.full((B, 1), big, np.int64)], axis=1)
+    card_sorted = np.empty((B, C, M), np.int32)
+    index = np.empty((B, H, 6), np.int64)
+    for b in range(B):
+        lt = np.searchsorted(ss[b], s[b], "left")
+        le = np.searchsorted(ss[b], s[b], "right")
+        sx = spad[b][card_hands]
+        idx = np.argsort(sx, axis=1, kind="stable")
+        card_sorted[b] = np.take_along_axis(card_hands, idx, 1)
+        own = np.take_along_axis(sx, idx, 1)[hc]
+        mine = s[b][:, None, None]
+        lt_k, le_k = (own < mine).sum(-1), (own <= mine).sum(-1)
+        base = H + 1 + hc * (M + 1)
+        index[b] = np.stack([lt, le, base[:, 0] + lt_k[:, 0], base[:, 0] + le_k[:, 0],
+                             base[:, 1] + lt_k[:, 1], base[:, 1] + le_k[:, 1]], axis=1)
+    return {"sd_sorted": order.astype(np.int32), "sd_card_sorted": card_sorted, "sd_index": index.astype(np.int32)}
+
+
+def test_vectorised_tables_equal_the_loop_and_each_boards_build():
+    # A turn's boards (dead hands at -1, rows of different lengths) and river boards with ties.
+    g = build_public(PokerSubgameSpec(board="Ks Js Th 7d", pot=10, stack=55, bet_fractions=(1.0,), raise_cap=0,
+                                      range0="AA,KK,QQ,AK,T9s,76s", range1="any"), hands="support", terminals="sorted")
+    rng = np.random.default_rng(1)
+    strength = np.where(rng.random((6, g.num_hands)) < 0.1, -1, rng.integers(0, 30, (6, g.num_hands)))
+    hc, ch = np.asarray(g.hand_cards), np.asarray(g.card_hands)
+    for s in (strength, strength[:1], np.zeros((3, g.num_hands), np.int64)):
+        want, got = _showdown_tables_loop(s, hc, ch), pt.showdown_tables(s, hc, ch)
+        for k in want:
+            assert got[k].dtype == np.int32 and np.array_equal(got[k], want[k]), k
+    boards = _boards(2, 2)
+    tables = pb.board_tables(boards, workers=2)
+    assert np.array_equal(tables["hands"], pb.river_hands(boards))
+    M = pb.CARD_HANDS.shape[1]
+    for b, board in enumerate(boards):
+        own = build_public(PokerSubgameSpec(board=board_str(board), pot=10, stack=55, bet_fractions=(1.0,),
+                                            raise_cap=0), terminals="sorted")
+        off = np.setdiff1d(np.arange(52), board)                     # position i -> card id
+        assert np.array_equal(own.labels.hands, tables["hands"][b])
+        assert np.array_equal(np.asarray(own.hand_cards), off[pb.HAND_CARDS])
+        assert np.array_equal(np.asarray(own.sd_sorted)[0], tables["sd_sorted"][b, 0])
+        assert np.array_equal(np.asarray(own.sd_card_sorted)[0][off], tables["sd_card_sorted"][b, 0])
+        ix, mine = np.asarray(own.sd_index)[0], tables["sd_index"][b, 0]
+        H = pb.RIVER_HANDS
+        assert np.array_equal(ix[:, :2], mine[:, :2])
+        assert np.array_equal((ix[:, 2:] - H - 1) % (M + 1), (mine[:, 2:] - H - 1) % (M + 1))
+
+
+SPEC = PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=10, stack=55, bet_fractions=(1.0,), raise_cap=0,
+                        name="boards_test")
+
+
+def _per_board(board, w):
+    """The spot built on its own board, without labels (one executable for every board)."""
+    g = build_public(dataclasses.replace(SPEC, board=board_str(board)), terminals="sorted", dtype="float64")
+    return dataclasses.replace(pp.set_ranges(g, w[0], w[1]), labels=None)
+
+
+@jax.jit
+def _one(g, policy):
+    """Values, best responses and 6 iterations of CFR+ of one board's game."""
+    solved = cfrjax.solve(g, cfrjax.init(g, rule="cfr+", dtype="float64"), 6)
+    return pp.hand_values(g, policy), pp.best_response_values(g, policy), solved.regret, solved.avg
+
+
+def test_batch_over_boards_equals_one_solve_per_board():
+    """Different boards, ranges and profiles in one batch (batch-last, the showdown tables
+    gathered per subgame) against each board's own build; the tie boards are checked
+    under a fixed profile only (with most hands tied, regrets sit at zero and the sign of
+    a rounding error picks the next strategy, so two exact programs part ways)."""
+    boards = _boards(2, 3)
+    B = boards.shape[0]
+    rng = np.random.default_rng(4)
+    w = rng.random((B, 2, pb.RIVER_HANDS)) ** 4
+    w /= w.sum(-1, keepdims=True)
+    game = build_public(SPEC, terminals="sorted", dtype="float64")
+    tables = pb.board_tables(boards)
+    games = jax.vmap(pp.set_ranges, (None, 0, 0), batch_axes(game))(game, w[:, 0], w[:, 1])
+    games = pb.set_boards(games, tables)
+    assert batched_fields_of(games) == ("weights", "norm", "sd_sorted", "sd_card_sorted", "sd_index")
+
+    last = lambda x: jnp.moveaxis(x, 0, -1)   # noqa: E731
+    batch_last = dataclasses.replace(games, **{f: last(getattr(games, f)) for f in batched_fields_of(games)})
+    policy = jnp.stack([normalize(game, jnp.asarray(rng.random(game.slot_shape))) for _ in range(B)])
+    values, br = jax.jit(lambda g, p: (pp.hand_values(g, p), pp.best_response_values(g, p)))(batch_last, last(policy))
+    states = solve_batch(games, init_batch(game, B, rule="cfr+", dtype="float64"), 6)
+    for b in range(B):
+        v, r, regret, avg = _one(_per_board(boards[b], w[b]), policy[b])
+        np.testing.assert_allclose(values[..., b], v, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(br[..., b], r, rtol=0, atol=1e-12)
+        if b < len(TIE_BOARDS):
+            continue
+        np.testing.assert_allclose(states.regret[b], regret, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(states.avg[b], avg, rtol=1e-9, atol=1e-9)
+
+
+def test_set_boards_refuses_what_it_cannot_batch():
+    with pytest.raises(ValueError, match="every live hand"):
+        pb.set_boards(build_public(dataclasses.replace(SPEC, range0="AA", range1="KK"), hands="support"),
+                      pb.board_tables(_boards(0, 0)))
+    game = build_public(SPEC, terminals="sorted")
+    t = pb.board_tables(_boards(1, 0))
+    with pytest.raises(ValueError, match="sd_index"):
+        pb.set_boards(game, dict(t, sd_index=t["sd_index"][:, :, :5]))
+    with pytest.raises(ValueError, match="distinct"):
+        pb.river_hands(np.array([[0, 0, 1, 2, 3]]))
