@@ -205,6 +205,24 @@ def test_shard_samples_follow_the_distribution():
     assert not np.array_equal(a.ranges, c.ranges)
 
 
+def test_fixed_board_cards():
+    """`board` fixes cards of every shard's board (the rest uniform); the default draw is
+    the whole board, and the manifest names `board` only where cards are fixed."""
+    cfg = config(board="7d Ks Js Th", shards=12, spots=1)
+    assert cfg.board == tuple(sorted(parse_board("Ks Js Th 7d").tolist()))
+    assert cfg.manifest()["board"] == "7d Th Js Ks"              # card ids ascending
+    rivers = set()
+    for i in range(12):
+        b = set(datagen.sample_shard(cfg, i).board.tolist())
+        assert len(b) == 5 and set(cfg.board) <= b
+        rivers |= b - set(cfg.board)
+    assert len(rivers) > 6                                      # the fifth card varies
+    assert "board" not in config().manifest() and config(board="").board is None
+    for bad, msg in (("Ks Js Th 7d 2c", "at most 4"), ("Ks Ks", "appears twice"), ("Kx", "Kx")):
+        with pytest.raises(PokerSpecError, match=msg):
+            config(board=bad)
+
+
 def test_worker_split_and_slurm_variables():
     parts = [list(datagen.worker_shards(10, w, 3)) for w in range(3)]
     assert parts == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]

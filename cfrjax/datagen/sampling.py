@@ -4,7 +4,8 @@ Shard `i` of a dataset draws, from `numpy.random.default_rng(SeedSequence(seed,
 spawn_key=(i,)))` in this order:
 
 1. **Board**: 5 distinct cards, uniform over the deck (one board per shard: the spots
-   of a solve batch share the board's hand list and strength tables).
+   of a solve batch share the board's hand list and strength tables); with fixed cards
+   (`DatagenConfig.board`), those and the others uniform over the rest of the deck.
 2. **Tree group**: group `g` of `DatagenConfig.tree_groups` with probability (its grid
    pots) / (all grid pots).
 3. **Pots**: per spot, uniform over the group's grid pots; with 2. each spot's pot is
@@ -127,7 +128,12 @@ def sample_shard(config: DatagenConfig, index: int) -> ShardSpots:
     if not 0 <= index < config.shards:
         raise ValueError(f"shard {index} is outside 0..{config.shards - 1}")
     rng = shard_rng(config.seed, index)
-    board = np.sort(rng.choice(52, size=5, replace=False))
+    if config.board is None:
+        board = np.sort(rng.choice(52, size=5, replace=False))
+    else:
+        fixed = np.asarray(config.board, np.int64)
+        rest = rng.choice(np.setdiff1d(np.arange(52), fixed), size=5 - fixed.size, replace=False)
+        board = np.sort(np.concatenate([fixed, rest]))
     groups = config.tree_groups
     sizes = np.array([len(g) for g in groups], np.float64)
     group = int(rng.choice(len(groups), p=sizes / sizes.sum()))
