@@ -100,8 +100,8 @@ def test_there_are_notebooks():
     assert len(NAMES) >= 4, NAMES
 
 
-@pytest.mark.background("notebooks")
-@pytest.mark.parametrize("name", cases(NAMES, FAST))
+# Only the default cases use the background job: a slow case alone does not start it.
+@pytest.mark.parametrize("name", cases(NAMES, FAST, marks=lambda n: [pytest.mark.background("notebooks")] * (n in FAST)))
 def test_notebook_runs(name):
     if name in EXTRAS:
         extra = EXTRAS[name]
