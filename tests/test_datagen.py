@@ -239,7 +239,8 @@ def test_worker_split_and_slurm_variables():
 def test_cli_errors_are_one_line(tmp_path, capsys):
     out = str(tmp_path / "d")
     for extra, msg in ((("--pots", "10,x"), "--pots '10,x'"), (("--pots", "10,200"), "pot 200 is outside"),
-                       (("--worker", "1"), "both worker and num_workers"), (("--form", "tabular"), "public form")):
+                       (("--worker", "1"), "both worker and num_workers"), (("--form", "tabular"), "public form"),
+                       (("--board", "Ks Js Th 7d 2c"), "at most 4")):
         assert cli_main([*CLI_ARGS, "--out", out, *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("cfrjax: error:") and msg in err[0], err
