@@ -17,7 +17,7 @@
                                    a poker spot's hands at a public node: strategy, EV,
                                    equity, range (cfrjax.public.report)
     cfrjax datagen [SPEC] --out DIR --shards N [--spots B] [--iterations N] [--pots P,P,..]
-                      [--stack S] [--seed S] [--worker I --num-workers N]
+                      [--stack S] [--seed S] [--board CARDS] [--worker I --num-workers N]
                                    random river spots solved in batches, written to
                                    DIR/shard-*.npz (cfrjax.datagen: schema, resuming,
                                    SLURM job arrays)
@@ -130,6 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--stack", type=float, default=None,
                    help="each player's stack at the start of the hand, chips (default: the spec's)")
     d.add_argument("--seed", type=int, default=0, help="dataset seed (shard i: SeedSequence(seed, spawn_key=(i,)))")
+    d.add_argument("--board", default=None, metavar="CARDS",
+                   help="cards every shard's board holds, e.g. \"Ks Js Th 7d\" (at most 4; the rest drawn uniformly; "
+                        "default: none, the whole board uniform)")
     d.add_argument("--worker", type=int, default=None, metavar="I",
                    help="this worker, 0..N-1: it fills shards I, I+N, ... (default: $SLURM_ARRAY_TASK_ID's place "
                         "in the job array, else 0)")
@@ -537,7 +540,7 @@ def _datagen(args) -> int:
             raise ValueError(f"--pots {args.pots!r}: expected chips separated by commas, e.g. 10,20,40") from None
     config = datagen.DatagenConfig(args.spec, stack=args.stack, pots=pots, spots=args.spots, shards=args.shards,
                                    iterations=args.iterations, rule=args.rule, order=args.order,
-                                   averaging=args.averaging, dtype=args.dtype, seed=args.seed)
+                                   averaging=args.averaging, dtype=args.dtype, seed=args.seed, board=args.board)
     enable_compile_cache(args.compile_cache)
     delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
 

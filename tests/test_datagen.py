@@ -206,6 +206,25 @@ def test_shard_samples_follow_the_distribution():
     assert not np.array_equal(a.ranges, c.ranges)
 
 
+def test_fixed_board_cards():
+    """`board` fixes cards of every spot's board (the rest uniform per spot); the default
+    draw is the whole board, and the manifest names `board` only where cards are fixed."""
+    cfg = config(board="7d Ks Js Th", shards=3, spots=4)
+    assert cfg.board == tuple(sorted(parse_board("Ks Js Th 7d").tolist()))
+    assert cfg.manifest()["board"] == "7d Th Js Ks"              # card ids ascending
+    rivers = set()
+    for i in range(3):
+        for board in datagen.sample_shard(cfg, i).boards:
+            b = set(board.tolist())
+            assert len(b) == 5 and set(cfg.board) <= b
+            rivers |= b - set(cfg.board)
+    assert len(rivers) > 6                                      # the fifth card varies
+    assert "board" not in config().manifest() and config(board="").board is None
+    for bad, msg in (("Ks Js Th 7d 2c", "at most 4"), ("Ks Ks", "appears twice"), ("Kx", "Kx")):
+        with pytest.raises(PokerSpecError, match=msg):
+            config(board=bad)
+
+
 def test_worker_split_and_slurm_variables():
     parts = [list(datagen.worker_shards(10, w, 3)) for w in range(3)]
     assert parts == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
@@ -222,7 +241,8 @@ def test_worker_split_and_slurm_variables():
 def test_cli_errors_are_one_line(tmp_path, capsys):
     out = str(tmp_path / "d")
     for extra, msg in ((("--pots", "10,x"), "--pots '10,x'"), (("--pots", "10,200"), "pot 200 is outside"),
-                       (("--worker", "1"), "both worker and num_workers"), (("--form", "tabular"), "public form")):
+                       (("--worker", "1"), "both worker and num_workers"), (("--form", "tabular"), "public form"),
+                       (("--board", "Ks Js Th 7d 2c"), "at most 4")):
         assert cli_main([*CLI_ARGS, "--out", out, *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("cfrjax: error:") and msg in err[0], err

@@ -12,9 +12,15 @@ gets `CFRJAX_SOURCE` = the wheel of this checkout (`built_wheel.py`, shared with
 `test_wheel.py`) and pip's `PIP_TARGET` (a throwaway folder) and `PIP_NO_DEPS`, so the cell
 pip-installs the wheel there without downloading anything, and every later cell imports
 that copy of cfrjax, not the checkout's.
+
+A notebook that needs an optional extra (`EXTRAS`) is skipped, naming the extra, where
+its modules are not installed.
 """
 
+import importlib.util
 import os
+import re
+import tomllib
 
 import pytest
 
@@ -32,6 +38,15 @@ INSTALLED = "01_quickstart.ipynb"  # run with its install cell installing the ch
 # Default suite: the installed quickstart and the poker notebook (in the background); the
 # others are slow cases, run in the test itself.
 FAST = [n for n in (INSTALLED, "03_poker_river.ipynb") if n in NAMES]
+# Notebooks that need an optional extra of pyproject.toml.
+EXTRAS = {"05_value_network.ipynb": "nn"}
+
+
+def _extra_modules(extra):
+    """The modules of pyproject.toml's optional extra `extra` (its packages' names)."""
+    with open(os.path.join(os.path.dirname(NOTEBOOKS), "pyproject.toml"), "rb") as f:
+        deps = tomllib.load(f)["project"]["optional-dependencies"][extra]
+    return [re.split(r"[\s<>=!~;\[]", d, maxsplit=1)[0] for d in deps]
 
 
 def _text(cell):
@@ -85,9 +100,15 @@ def test_there_are_notebooks():
     assert len(NAMES) >= 4, NAMES
 
 
-@pytest.mark.background("notebooks")
-@pytest.mark.parametrize("name", cases(NAMES, FAST))
+# Only the default cases use the background job: a slow case alone does not start it.
+@pytest.mark.parametrize("name", cases(NAMES, FAST, marks=lambda n: [pytest.mark.background("notebooks")] * (n in FAST)))
 def test_notebook_runs(name):
+    if name in EXTRAS:
+        extra = EXTRAS[name]
+        missing = [m for m in _extra_modules(extra) if importlib.util.find_spec(m) is None]
+        if missing:
+            pytest.skip(f"{name} needs the {extra!r} extra (pip install -e '.[{extra}]'): {', '.join(missing)} "
+                        "not installed")
     result = background.result(__name__, "notebooks")[name] if name in FAST else dict(error=_execute(name)[0])
     if result["error"] is not None:
         pytest.fail(f"{name}: a cell failed:\n{result['error']}", pytrace=False)

@@ -28,7 +28,7 @@ import os
 import numpy as np
 
 from cfrjax.games.poker.config import PokerSubgameSpec
-from cfrjax.games.poker.cards import PokerSpecError
+from cfrjax.games.poker.cards import PokerSpecError, board_str, parse_cards
 from cfrjax.rules import AVERAGING, DEFAULT_ORDER, DEFAULT_RULE, DTYPES, ORDERS, RULES
 
 __all__ = ["DatagenConfig", "SCHEMA_VERSION", "default_pots", "spot_spec"]
@@ -87,6 +87,10 @@ class DatagenConfig:
       rule, order, averaging, dtype: the solver (`cfrjax.init`; default DCFR alternating,
         float32).
       seed: the dataset seed; shard `i` draws from `SeedSequence(seed, spawn_key=(i,))`.
+      board: cards every spot's board holds (`"Ks Js Th 7d"`: 0 to 4 cards; `None`, the
+        default: none), the others drawn uniformly from the rest of the deck, e.g. the
+        river boards below one turn spot, for a value network that serves that spot
+        alone. Stored as card ids, ascending.
     """
 
     spec: object = "hunl_river_full"
@@ -100,6 +104,7 @@ class DatagenConfig:
     averaging: str = "linear"
     dtype: str = "float32"
     seed: int = 0
+    board: object = None
 
     def __post_init__(self):
         template, name = _resolve_spec(self.spec)
@@ -136,6 +141,12 @@ class DatagenConfig:
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"seed {self.seed!r} must be an integer >= 0")
         object.__setattr__(self, "seed", int(self.seed))
+        if self.board is not None:
+            cards = parse_cards(self.board, what="board")
+            if cards.size > 4:
+                raise PokerSpecError(f"board {self.board!r} fixes {cards.size} cards; at most 4 (the river card "
+                                     "and any others not given are drawn per shard)")
+            object.__setattr__(self, "board", tuple(sorted(int(c) for c in cards)) or None)
         for field, allowed in (("rule", RULES), ("order", ORDERS), ("averaging", AVERAGING), ("dtype", DTYPES)):
             if getattr(self, field) not in allowed:
                 raise ValueError(f"unknown {field} {getattr(self, field)!r}; allowed: {', '.join(allowed)}")
@@ -169,11 +180,15 @@ class DatagenConfig:
 
     def manifest(self) -> dict:
         """The JSON form of the dataset (`dataset.json`): schema version, every field, the
-        template's betting and the tree groups."""
-        return dict(schema=SCHEMA_VERSION, street="river", spec=self.spec.name, betting=self.betting,
-                    stack=self.stack, pots=list(self.pots), spots=self.spots, shards=self.shards,
-                    iterations=self.iterations, rule=self.rule, order=self.order, averaging=self.averaging,
-                    dtype=self.dtype, seed=self.seed, tree_groups=[list(g) for g in self.tree_groups])
+        template's betting and the tree groups; `board` (the fixed cards, a string) only
+        where cards are fixed, so a dataset written before that option still matches."""
+        out = dict(schema=SCHEMA_VERSION, street="river", spec=self.spec.name, betting=self.betting,
+                   stack=self.stack, pots=list(self.pots), spots=self.spots, shards=self.shards,
+                   iterations=self.iterations, rule=self.rule, order=self.order, averaging=self.averaging,
+                   dtype=self.dtype, seed=self.seed, tree_groups=[list(g) for g in self.tree_groups])
+        if self.board is not None:
+            out["board"] = board_str(self.board)
+        return out
 
 
 def _jsonable(x):

@@ -5,7 +5,9 @@ spawn_key=(i,)))` in this order:
 
 1. **Boards**: per spot, 5 distinct cards, uniform over the deck (the first 5 of a
    uniformly random permutation, from one `rng.random((spots, 52))` call; one board
-   per spot: a solve batch carries its boards' tables, `cfrjax.games.poker.boards`).
+   per spot: a solve batch carries its boards' tables, `cfrjax.games.poker.boards`);
+   with fixed cards (`DatagenConfig.board`, k of them), those and per spot the first
+   5 - k of a random permutation of the other 52 - k cards.
 2. **Tree group**: group `g` of `DatagenConfig.tree_groups` with probability (its grid
    pots) / (all grid pots).
 3. **Pots**: per spot, uniform over the group's grid pots; with 2. each spot's pot is
@@ -118,7 +120,10 @@ def sample_shard(config: DatagenConfig, index: int) -> ShardSpots:
         raise ValueError(f"shard {index} is outside 0..{config.shards - 1}")
     rng = shard_rng(config.seed, index)
     B = config.spots
-    boards = np.sort(np.argsort(rng.random((B, 52)), axis=1)[:, :5], axis=1)
+    fixed = np.asarray(() if config.board is None else config.board, np.int64)
+    rest = np.setdiff1d(np.arange(52), fixed)          # the whole deck when nothing is fixed
+    drawn = rest[np.argsort(rng.random((B, rest.size)), axis=1)[:, :5 - fixed.size]]
+    boards = np.sort(np.concatenate([np.broadcast_to(fixed, (B, fixed.size)), drawn], axis=1), axis=1)
     groups = config.tree_groups
     sizes = np.array([len(g) for g in groups], np.float64)
     group = int(rng.choice(len(groups), p=sizes / sizes.sum()))
