@@ -137,3 +137,63 @@ def test_exact_leaf_value_within_the_bound(whole):
     # the completed profile is a whole-game profile: its exploitability is finite and its
     # value agrees with the cut game's to within the same bound
     assert abs(float(cfrjax.expected_value(whole, full)) - v_c) <= 2 * e_c + float(nc_leaf) + 1e-9
+
+
+@pytest.fixture(scope="module")
+def cfrd(whole):
+    """A CFR-D solve of the cut game (stateful `exact` leaves, 3 warm-started DCFR iterations
+    per pass): the cut game, the state after 100 and after 200 iterations."""
+    cut = cfrjax.depth_limited(whole, cfrjax.exact_leaf(whole, 100, warm=3))
+    s100 = cfrjax.solve(cut, cfrjax.init(cut, dtype="float64"), 100)
+    return cut, s100, cfrjax.solve(cut, s100, 100)
+
+
+def _last_own_slot(cut, node, p):
+    """The cut game's slot of player p's last action above trunk node `node` (None: none)."""
+    lane, parent, sentinel = np.asarray(cut.trunk_lane_slot), np.asarray(cut.trunk_parent), cut.num_slots
+    while node != 0:
+        if lane[node, p] != sentinel:
+            return int(lane[node, p])
+        node = int(parent[node])
+    return None
+
+
+def test_leaf_average_weights_match_the_trunk(whole, cfrd):
+    """The leaf strategies' average carries the trunk's averaging weights: at each player's
+    first decisions below leaf k of board b, its total over the actions is the trunk's
+    average term of that player's last action above the leaf (both: the DCFR running mean
+    of the player's reach of the leaf), times the hand's live mask on the board."""
+    cut, _, state = cfrd
+    avg, lavg = np.asarray(state.avg), np.asarray(state.leaf["avg"])               # [S, H], [B, s0 + s1, H]
+    live, weights = np.asarray(whole.board_live), np.asarray(whole.weights)
+    owner, root_of = np.asarray(whole.forest_owner), np.asarray(whole.forest_root_of)
+    path, node_of = np.asarray(whole.forest_path), np.asarray(whole.forest_slot_node)
+    sentinel = sum(whole.forest_slots)
+    checked = 0
+    for k, chance_node in enumerate(np.asarray(cut.root_chance).tolist()):
+        for p in (0, 1):
+            slot = _last_own_slot(cut, chance_node, p)
+            trunk = weights[p] if slot is None else avg[slot]
+            first = [n for n in range(owner.size) if owner[n] == p and root_of[n] == k and np.all(path[n, p] == sentinel)]
+            assert first
+            for n in first:
+                total = lavg[:, node_of == n].sum(axis=1)                          # [B, H]
+                np.testing.assert_allclose(total, trunk[None] * live, rtol=1e-10, atol=1e-14)
+                checked += 1
+    assert checked >= 2 * cut.num_roots
+
+
+def test_completed_profile_exploitability_falls_below_half_a_percent_of_the_pot(whole, cfrd):
+    """CFR-D (module docstring of `cfrjax.public.depth`): the cut solve's average trunk,
+    completed below the cut by the reach-weighted average of the leaf solves' strategies, is
+    a whole-game profile whose exploitability on the whole turn spot falls with iterations:
+    <= 0.5% of the pot after 200 (measured: 0.47% after 100, 0.24% after 200)."""
+    cut, s100, s200 = cfrd
+    pot = 20.0
+    e100, e200 = (float(cfrjax.exploitability(whole, cfrjax.completed_policy(cut, s, whole))) for s in (s100, s200))
+    assert e200 < e100
+    assert 100 * e200 / pot <= 0.5
+    with pytest.raises(ValueError, match="leaf function's state"):
+        cfrjax.save_checkpoint("unused.npz", cut, s200)
+    with pytest.raises(ValueError, match="both init and update"):
+        cfrjax.LeafFunction(lambda i, a, b: (a, b), init=lambda i, d: None)
