@@ -100,7 +100,10 @@ from cfrjax.policy import average_policy
 from cfrjax.public import passes as pp
 from cfrjax.public import terminals
 from cfrjax.public.game import PublicGame
-from cfrjax.spec import TERMINAL
+from cfrjax.spec import CHANCE, TERMINAL
+
+#: `trunk_dealt` of a trunk node above every dealt card (a flop's flop street).
+_NO_CARD = 52
 
 __all__ = ["LeafFunction", "below_cut_nashconv", "completed_policy", "cut", "exact_leaf", "exact_leaf_policy",
            "leaf_reach", "showdown_leaf"]
@@ -136,31 +139,77 @@ class LeafFunction:
             raise ValueError("a stateful leaf function needs both init and update (or neither)")
 
 
-def _check_whole_turn(game) -> None:
+def _check_whole(game, flop: bool = True) -> None:
+    """`game` can be cut: a whole turn spot (a trunk above one river card per board) or,
+    with `flop`, a whole flop spot (cut below its turn card)."""
     if not isinstance(game, PublicGame):
         raise TypeError(f"a depth-limited game is cut from a public-form game, got {type(game).__name__}")
     if game.depth_limited:
         raise ValueError(f"{game.name} is already depth-limited")
-    if not game.dealt or game.board_groups or game.num_roots == 0:
-        raise ValueError(f"{game.name}: only a turn spot (a trunk above one river card per board) can be cut below "
-                         f"its next card; river spots have nothing below, flop cuts are not built yet")
+    if not game.dealt or game.num_roots == 0 or (game.board_groups and not flop):
+        raise ValueError(f"{game.name}: only a turn spot{' or a flop spot' if flop else ''} can be cut below its "
+                         f"next card here; a river spot has nothing below")
+
+
+def _first_street(game: PublicGame, sel):
+    """A flop spot's trunk cut to its flop street (`trunk_dealt` 52): the kept nodes in the
+    trunk's breadth-first order, the flop street's ends (the chance nodes dealing the turn)
+    as chance leaves. `sel`: the kept slots (global slot ids; lanes are renumbered to their
+    positions in `sel`). Returns the trunk fields of the cut game and its `root_chance`."""
+    keep = np.asarray(game.trunk_dealt) == _NO_CARD
+    new = np.cumsum(keep) - 1
+    n = int(keep.sum())
+    parent = new[np.asarray(game.trunk_parent)[keep]]
+    owner = np.asarray(game.trunk_owner)[keep]
+    nchild = np.bincount(parent[1:], minlength=n)                              # one root, its own parent
+    levels = np.asarray(game.trunk_levels)
+    kept_levels = np.array([keep[:x].sum() for x in levels])
+    depth = int(np.searchsorted(kept_levels, n))                               # levels holding kept nodes
+    levels = tuple(int(x) for x in kept_levels[:depth + 1])
+    spans = list(zip(levels[:-1], levels[1:]))
+    ends = np.flatnonzero(owner == CHANCE)
+    folds_old = np.asarray(game.trunk_fold_node)
+    fmask = keep[folds_old]
+    folds = new[folds_old[fmask]]
+    F, R = folds.size, ends.size
+    pos = np.full(n, F + R, np.int64)
+    pos[folds], pos[ends] = np.arange(F), F + np.arange(R)
+    S = game.num_slots
+    remap = np.full(S + 1, len(sel), np.int64)
+    remap[sel] = np.arange(len(sel))
+    t0, split = game.trunk_slots[0], game.slot_split
+    local = np.where(sel < split, sel, sel - split + t0)                      # rows of trunk_slot_node
+    i32 = lambda x: jnp.asarray(x, jnp.int32)   # noqa: E731
+    fields = dict(
+        trunk_parent=i32(parent), trunk_child_start=i32(np.concatenate([[1], 1 + np.cumsum(nchild)])),
+        trunk_owner=i32(owner), trunk_lane_slot=i32(remap[np.asarray(game.trunk_lane_slot)[keep]]),
+        trunk_term_pos=i32(pos), trunk_fold_node=i32(folds), trunk_fold_payoff=game.trunk_fold_payoff[fmask],
+        trunk_slot_node=i32(new[np.asarray(game.trunk_slot_node)[local]]),
+        trunk_slot_child=i32(new[np.asarray(game.trunk_slot_child)[local]]),
+        trunk_fold_values=None if game.trunk_fold_values is None else game.trunk_fold_values[fmask],
+        trunk_dealt=None, board_group=None, board_groups=0, trunk_level_dealt=(), trunk_levels=levels,
+        trunk_fanout=tuple(int(nchild[lo:hi].max(initial=0)) for lo, hi in spans),
+        trunk_level_terms=tuple(bool((owner[lo:hi] >= CHANCE).any()) for lo, hi in spans))
+    return fields, ends
 
 
 def cut(game: PublicGame, leaf: LeafFunction, inputs: dict) -> PublicGame:
-    """`game` (a whole turn spot) cut below its river card, valued by `leaf`.
+    """`game` (a whole turn or flop spot) cut below its next card, valued by `leaf`.
 
     Args:
       game: the whole game's public form.
       leaf: the leaf function.
       inputs: the contract's arrays (`board`, `pot`, `stack`, `live`, `hands`,
-        `leaf_hand`, `chance`; module docstring), without `data`.
+        `leaf_hand`, `chance`; module docstring), without `data`; on a flop `L = B R`
+        with `B` the turn cards and `R` the flop street's ends.
 
     Returns:
-      A `PublicGame` with the trunk's slots only (player 0's, then player 1's), its forest
-      replaced by `R` single leaves per board, `leaf_fn = leaf.fn` and `leaf_data = inputs`
-      plus `data`.
+      A `PublicGame` with the trunk's slots only (player 0's, then player 1's; on a flop
+      those of the flop street), its forest replaced by `R` single leaves per board (on a
+      flop per turn card: `board_live` [B, H] from `inputs["live"]`), `leaf_fn = leaf.fn`
+      and `leaf_data = inputs` plus `data`.
     """
-    _check_whole_turn(game)
+    _check_whole(game)
     if not isinstance(leaf, LeafFunction):
         raise TypeError(f"leaf must be a cfrjax.public.depth.LeafFunction, got {type(leaf).__name__}")
     missing = [k for k in _INPUTS if k not in inputs]
@@ -168,11 +217,27 @@ def cut(game: PublicGame, leaf: LeafFunction, inputs: dict) -> PublicGame:
         raise ValueError(f"leaf inputs miss {missing}; expected {list(_INPUTS)}")
     (t0, t1), split, S = game.trunk_slots, game.slot_split, game.num_slots
     sel = np.concatenate([np.arange(t0), split + np.arange(t1)])
+    trunk = {}
+    if game.board_groups:   # a flop: keep the flop street's slots, its ends become the leaves' roots
+        node = np.asarray(game.trunk_slot_node)
+        sel = sel[np.asarray(game.trunk_dealt)[node] == _NO_CARD]
+        trunk, ends = _first_street(game, sel)
+        R = ends.size
+        B = int(inputs["live"].shape[0]) // R
+        t0 = int(np.count_nonzero(sel < split))
+        t1 = sel.size - t0
+        trunk.update(root_chance=jnp.asarray(ends, jnp.int32), num_boards=B,
+                     board_live=jnp.asarray(inputs["live"]).reshape(B, R, -1)[:, 0].astype(game.board_live.dtype),
+                     **{k: getattr(game, k)[:B] for k in ("sd_sorted", "sd_card_sorted", "sd_index")})   # unused
+        n1 = int(trunk["trunk_parent"].shape[0])
+    else:
+        lane = np.asarray(game.trunk_lane_slot)
+        trunk["trunk_lane_slot"] = jnp.asarray(np.where(lane == S, t0 + t1, np.where(lane >= split, lane - split + t0,
+                                                                                     lane)), jnp.int32)
+        R, B = game.num_roots, game.num_boards
+        n1 = int(game.trunk_parent.shape[0])
     kept, inf = np.unique(np.asarray(game.slot_infoset)[sel], return_inverse=True)
     counts = np.bincount(inf, minlength=kept.size)
-    lane = np.asarray(game.trunk_lane_slot)
-    lane = np.where(lane == S, t0 + t1, np.where(lane >= split, lane - split + t0, lane))
-    R, B = game.num_roots, game.num_boards
     fdt = game.slot_uniform.dtype
     i32 = lambda x: jnp.asarray(x, jnp.int32)   # noqa: E731
     empty = i32(np.zeros(0))
@@ -188,7 +253,7 @@ def cut(game: PublicGame, leaf: LeafFunction, inputs: dict) -> PublicGame:
     data = {k: inputs[k] for k in _INPUTS}
     data["data"] = leaf.data
     return dataclasses.replace(
-        game, trunk_lane_slot=i32(lane),
+        game, **trunk,
         forest_parent=i32(np.arange(R)), forest_child_start=i32(np.full(R + 1, R)),
         forest_owner=i32(np.full(R, TERMINAL)), forest_lane_slot=i32(np.zeros((R, 2))),
         forest_term_pos=i32(np.zeros(R)), forest_slot_node=empty, forest_slot_child=empty,
@@ -198,7 +263,7 @@ def cut(game: PublicGame, leaf: LeafFunction, inputs: dict) -> PublicGame:
         forest_showdown_rake=None if game.forest_showdown_rake is None else jnp.zeros(0, fdt),
         slot_infoset=i32(inf), infoset_slot_start=i32(np.concatenate([[0], np.cumsum(counts)])),
         slot_uniform=game.slot_uniform[jnp.asarray(sel)], dense_showdown=None, dense_compat=None,
-        num_nodes=int(game.trunk_parent.shape[0]) + B * R, num_slots=int(t0 + t1), num_infosets=int(kept.size),
+        num_nodes=n1 + B * R, num_slots=int(t0 + t1), num_infosets=int(kept.size),
         forest_levels=(0, R), forest_fanout=(0,), forest_level_terms=(True,), forest_slots=(0, 0),
         slot_split=int(t0), max_actions=int(counts.max(initial=1)), leaf_fn=leaf.fn, leaf_init=leaf.init,
         leaf_update=leaf.update, leaf_data=data, labels=labels)
@@ -232,12 +297,35 @@ def _showdown(inputs, r0, r1):
     return d[:, 0], d[:, 1]
 
 
+def _showdown_turn(inputs, r0, r1):
+    """`_showdown` below a flop's turn card: the mean over the turn board's rivers (each
+    `1 / (Q - 4)` of its `Q` river cards, four of them held by the two hands) of every
+    river's check-down values, the river's dead hands masked. Tables `[G, Q, ...]`."""
+    tables = inputs["data"]
+    G, Q, H = tables["live"].shape
+    L = r0.shape[0]
+    opp = jnp.stack([r1, r0], axis=1).reshape(G, L // G * 2, H)              # [G, 2R, H]
+
+    def river(tb, x):
+        live = tb["live"].astype(x.dtype)
+        return terminals._showdown_sorted_hm(tb, (x * live).T, False).T * live
+    d = jax.vmap(lambda tb, x: jnp.sum(jax.vmap(river, (0, None))(tb, x), axis=0))(tables, opp)
+    d = 0.5 / (Q - 4) * d.reshape(L, 2, H)
+    return d[:, 0], d[:, 1]
+
+
 def showdown_leaf(game: PublicGame) -> LeafFunction:
     """Values if both players check to showdown from every leaf: `v_p(h) = (1/2) sum_{h'}
-    compat r_q(h') sign(s_h - s_h')` (the pot goes to the stronger hand, halves on a tie).
-    `game`: the whole turn spot (its river strength tables)."""
-    _check_whole_turn(game)
-    return LeafFunction(_showdown, {k: getattr(game, k) for k in ("sd_sorted", "sd_card_sorted", "sd_index")},
+    compat r_q(h') sign(s_h - s_h')` (the pot goes to the stronger hand, halves on a tie);
+    below a flop's turn card its mean over the river cards. `game`: the whole turn or flop
+    spot (its river strength tables)."""
+    _check_whole(game)
+    tables = {k: getattr(game, k) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
+    if not game.board_groups:
+        return LeafFunction(_showdown, tables, "showdown")
+    G = game.board_groups
+    tables["live"] = game.board_live
+    return LeafFunction(_showdown_turn, jax.tree.map(lambda x: x.reshape((G, -1) + x.shape[1:]), tables),
                         "showdown")
 
 
@@ -378,7 +466,7 @@ def exact_leaf(game: PublicGame, iterations: int = 200, warm: int | None = 3) ->
         pass's regrets and keeps the reach-weighted average of the leaf strategies, from
         which `completed_policy` makes a whole-game profile.
     """
-    _check_whole_turn(game)
+    _check_whole(game, flop=False)
     for name, n in (("iterations", iterations), ("warm", 1 if warm is None else warm)):
         if not isinstance(n, int) or n <= 0:
             raise ValueError(f"{name} must be a positive int, got {n!r}")
