@@ -103,8 +103,11 @@ def test_leaf_function_is_traced_a_fixed_number_of_times(whole):
     assert len(calls) == first     # the compiled solve is reused: no new trace
 
 
-def test_solve_batch_equals_separate_solves(whole):
-    cut = cfrjax.depth_limited(whole, cfrjax.showdown_leaf)
+@pytest.mark.parametrize("leaf", ["showdown", pytest.param("exact", marks=pytest.mark.slow)])
+def test_solve_batch_equals_separate_solves(whole, leaf):
+    """8 spots (ranges) in one batch; `exact`: the stateful leaf, its state batched too."""
+    fn = cfrjax.showdown_leaf if leaf == "showdown" else (lambda g: cfrjax.exact_leaf(g, 20, warm=2))
+    cut = cfrjax.depth_limited(whole, fn)
     n = 8
     rng = np.random.default_rng(3)
     live = np.asarray(cut.weights) > 0
@@ -116,9 +119,11 @@ def test_solve_batch_equals_separate_solves(whole):
         g = cfrjax.public.passes.set_ranges(cut, jnp.asarray(w[b, 0]), jnp.asarray(w[b, 1]))
         one = cfrjax.solve(g, cfrjax.init(cut, dtype="float64"), 10)
         np.testing.assert_allclose(np.asarray(out.regret[b]), np.asarray(one.regret), rtol=1e-10, atol=1e-12)
+        for x, y in zip(jax.tree.leaves(jax.tree.map(lambda a: a[b], out.leaf)), jax.tree.leaves(one.leaf)):
+            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.slow   # about 20 CPU-seconds of nested scans: `pytest -m slow tests/test_depth_limited.py`
+@pytest.mark.slow   # nested scans, about a minute on a busy 2-core CPU: `pytest -m slow tests/test_depth_limited.py`
 def test_exact_leaf_value_within_the_bound(whole):
     """The cut game with `exact` leaves (leaf solves of DCFR) against the whole game: root
     values within NashConv_cut + NashConv_whole + the leaf solves' NashConv (all in chips)."""
