@@ -85,6 +85,9 @@ def test_leaf_inputs_contract(street, request):
         for r in (r0, r1):   # normalised ranges (uniform trunk policy: every leaf is reached)
             assert r[leaf].sum() == pytest.approx(1.0, rel=1e-12)
     assert float(x["chance"]) == pytest.approx(chance)
+    if street == "flop":   # the exact leaf solves turn spots' rivers only
+        with pytest.raises(ValueError, match="only a turn spot"):
+            cfrjax.exact_leaf(whole)
 
 
 def test_leaf_function_is_traced_a_fixed_number_of_times(whole):
