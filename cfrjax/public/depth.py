@@ -72,8 +72,8 @@ the leaves at the average trunk's ranges is not such a profile (1.8-2.4% of the 
 each pass continues every board's DCFR from the previous pass's regrets for `warm`
 iterations, answers the values of these iterations' average strategy, and adds it, times
 each player's own reach (the leaf's `mass * r`) and the pass's `weight`, into a running
-mean that `completed_policy` normalises into the whole game's forest strategy (the few
-warm-started iterations leave an error: measured floors in the README). Player
+mean that `completed_policy` normalises into the whole game's forest strategy (it levels
+off above 0: measured floors in the README). Player
 p's leaf strategy enters only in p's half of an alternating iteration, the half whose
 trunk average term has the same weight. A leaf solve averages every hand's strategy with
 its own reach below the leaf only (not its range there), so a hand the current ranges do
@@ -85,7 +85,7 @@ Built-in leaf functions: `showdown_leaf` (both players check to showdown: a chea
 baseline) and `exact_leaf` (solves the subtree below every leaf with the public form,
 DCFR batched over the boards, from the whole game's forest: it tests the machinery,
 since its CFR-D completion approaches a whole-game equilibrium: on a 3-hand turn spot to
-0.03-0.05% of the pot, where the error of the passes' few warm-started iterations stays).
+0.03-0.05% of the pot, where it levels off).
 """
 
 from __future__ import annotations
