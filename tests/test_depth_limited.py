@@ -179,7 +179,8 @@ def test_leaf_average_weights_match_the_trunk(whole, cfrd):
         for p in (0, 1):
             slot = _last_own_slot(cut, chance_node, p)
             trunk = weights[p] if slot is None else avg[slot]
-            first = [n for n in range(owner.size) if owner[n] == p and root_of[n] == k and np.all(path[n, p] == sentinel)]
+            first = [n for n in range(owner.size)
+                     if owner[n] == p and root_of[n] == k and np.all(path[n, p] == sentinel)]
             assert first
             for n in first:
                 total = lavg[:, node_of == n].sum(axis=1)                          # [B, H]

@@ -64,22 +64,23 @@ the other`}`. Evaluations (`cfrjax.evaluate`, best responses, values) call `fn`.
 
 **CFR-D** (Burch, Johanson & Bowling 2014). The cut game's trunk strategy completed by
 leaf solves is a whole-game profile whose exploitability goes to 0 when, at iteration
-`t`, the leaves are solved (to an error that vanishes) at the ranges of the trunk's *current* strategy and the
-completion below the cut is the average of those leaf strategies, weighted as the trunk's
-average is (the averaging weight of `t` times the player's reach of the leaf); re-solving
-the leaves at the average trunk's ranges is not such a profile (1.8-2.4% of the pot on a
-3-hand turn spot where the issue asks for 0.5%). The stateful `exact_leaf` does this:
-each pass continues every board's DCFR from the previous pass's regrets for `warm`
-iterations, answers the values of these iterations' average strategy, and adds it, times
-each player's own reach (the leaf's `mass * r`) and the pass's `weight`, into a running
-mean that `completed_policy` normalises into the whole game's forest strategy (it levels
-off above 0: measured floors in the README). Player
-p's leaf strategy enters only in p's half of an alternating iteration, the half whose
-trunk average term has the same weight. A leaf solve averages every hand's strategy with
-its own reach below the leaf only (not its range there), so a hand the current ranges do
-not hold still gets a solved strategy and its counterfactual value, not the uniform
-strategy's: with the range weight in, the trunk learned that an unheld hand's line was
-worth the uniform play's value and never took it (3% of the pot, stalled).
+`t`, the leaves are solved (to an error that vanishes) at the ranges of the trunk's
+*current* strategy and the completion below the cut is the average of those leaf
+strategies, weighted as the trunk's average is (the averaging weight of `t` times the
+player's reach of the leaf); re-solving the leaves at the average trunk's ranges is not
+such a profile (1.8-2.4% of the pot on a 3-hand turn spot where the issue asks for 0.5%).
+The stateful `exact_leaf` does this: each pass continues every board's DCFR from the
+previous pass's regrets for `warm` iterations, answers the values of these iterations'
+average strategy, and adds it, times each player's own reach (the leaf's `mass * r`) and
+the pass's `weight`, into a running mean that `completed_policy` normalises into the
+whole game's forest strategy (the completion's exploitability levels off above 0:
+measured floors in the README). Player p's leaf strategy enters only in p's half of an
+alternating iteration, the half whose trunk average term has the same weight. A leaf
+solve averages every hand's strategy with its own reach below the leaf only (not its
+range there), so a hand the current ranges do not hold still gets a solved strategy and
+its counterfactual value, not the uniform strategy's: with the range weight in, the trunk
+learned that an unheld hand's line was worth the uniform play's value and never took it
+(3% of the pot, stalled).
 
 Built-in leaf functions: `showdown_leaf` (both players check to showdown: a cheap
 baseline) and `exact_leaf` (solves the subtree below every leaf with the public form,
