@@ -338,7 +338,7 @@ def leaf_values(game: PublicGame, roots, lanes, leaf=None):
 
     Args:
       roots: `[R, 2, H, *batch]` both players' reach (range weight included) at the
-        trunk's river-dealing chance nodes.
+        trunk's chance leaves (the nodes that deal the next card).
       leaf: `None` (the stateless `leaf_fn`), or `(state, coef)` in a solve with a
         stateful leaf function: its state (`SolverState.leaf`) and this (half-)iteration's
         averaging coefficient `b_t / W_t` (`[*batch]`); `game.leaf_update` is called
