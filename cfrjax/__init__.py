@@ -21,7 +21,7 @@ from cfrjax.load import load_game
 from cfrjax.locking import lock, unlock
 from cfrjax.multihost import solve_batch_to_dir
 from cfrjax.policy import average_policy, current_policy, uniform_policy
-from cfrjax.public.depth import LeafFunction, exact_leaf, exact_leaf_policy, showdown_leaf
+from cfrjax.public.depth import LeafFunction, completed_policy, exact_leaf, exact_leaf_policy, showdown_leaf
 from cfrjax.public.game import PublicGame
 from cfrjax.public.report import NodeReport, load_report, node_report
 from cfrjax.retarget import reset, set_payoffs, set_root_chance
@@ -42,7 +42,7 @@ __all__ = [
     "CertificateError", "CheckpointError", "Chunk", "CompiledGame", "Config", "GameLabels", "GameSpec",
     "LeafFunction", "NodeReport", "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy",
     "batch", "batch_axes", "best_response_value", "best_response_values", "checkpoint_info", "compile_game",
-    "current_policy", "datagen", "depth_limited", "enable_compile_cache", "evaluate", "evaluate_values", "exact_leaf",
+    "completed_policy", "current_policy", "datagen", "depth_limited", "enable_compile_cache", "evaluate", "evaluate_values", "exact_leaf",
     "exact_leaf_policy", "exploitability", "expected_value", "expected_values", "form_name", "form_of",
     "from_openspiel_policy", "init", "load_checkpoint", "load_game", "load_policy", "load_report", "lock", "memory",
     "multihost", "node_report", "policy", "profile",

@@ -122,6 +122,9 @@ def save_checkpoint(path: str | os.PathLike, game, state: SolverState, *,
     """
     if not isinstance(state, SolverState):
         raise ValueError(f"state must be a SolverState, got {type(state).__name__}")
+    if state.leaf is not None:
+        raise ValueError("state carries a leaf function's state (a depth-limited solve with a stateful leaf "
+                         "function): it is not checkpointed")
     if game.labels is None:
         raise ValueError("game has no labels (fingerprint); compile it with cfrjax.load_game / compile_game")
     arrays = {k: np.asarray(jax.device_get(getattr(state, k))) for k in _LEAVES}

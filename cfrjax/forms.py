@@ -30,6 +30,8 @@ and its form module provides the passes:
     of `player`'s slots (`cfrjax.passes.slot_range`) plus this iteration's instantaneous regret `r`, and
     `y`, the player's own reach at each slot times the slot's strategy (what the average
     accumulates); `sigma_ext` is the current strategy `[S + 1, ...]` with the sentinel row;
+    the public form also takes `leaf=(state, coef)` for a depth-limited game with a stateful
+    leaf function and returns its new state third (`cfrjax.public.passes.leaf_values`);
   `best_response_values(game, policy) -> [2]`, `expected_value(game, policy) -> []`
     (player 0's), `expected_values(game, policy) -> [2]` (both players');
   `strategy_rows(game, policy)`: the rows of `cfrjax.strategy_table`;

@@ -46,10 +46,14 @@ from cfrjax.forms import form_of
 from cfrjax.state import SolverState
 
 
+def mean_coefficient(b_t, w_t):
+    """`b_t / W_t`, the weight of `y_t` in the running mean; 0 when `W_t = 0` (no weight yet)."""
+    return jnp.where(w_t > 0, b_t / jnp.where(w_t > 0, w_t, 1), 0.0)
+
+
 def running_mean_update(mean, y, b_t, w_t):
     """`M_t = M_{t-1} + (b_t / W_t)(y_t - M_{t-1})`; keeps `M` when `W_t = 0` (no weight yet)."""
-    coef = jnp.where(w_t > 0, b_t / jnp.where(w_t > 0, w_t, 1), 0.0)
-    return mean + coef * (y - mean)
+    return mean + mean_coefficient(b_t, w_t) * (y - mean)
 
 
 def compensated_mean_update(mean, comp, y, b_t, w_t):
@@ -68,7 +72,7 @@ def compensated_mean_update(mean, comp, y, b_t, w_t):
     Returns:
       `(mean', comp')`, each `[S, ...]`: `M_t = mean' + comp'`.
     """
-    coef = jnp.where(w_t > 0, b_t / jnp.where(w_t > 0, w_t, 1), 0.0)
+    coef = mean_coefficient(b_t, w_t)
     inc = comp + coef * ((y - mean) - comp)
     total = mean + inc
     back = total - mean
@@ -84,8 +88,10 @@ def _average(cfg, avg, comp, y, b_t, w_new):
     return running_mean_update(avg, y, b_t, w_new), comp
 
 
-def _half(game, state: SolverState, regret, avg, comp, pred, b_t, w_new, player, t):
-    """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, avg_comp, prediction)."""
+def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t):
+    """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, avg_comp,
+    prediction, leaf). `leaf`: a stateful leaf function's state (`SolverState.leaf`), or
+    `None`; the form's pass updates it with this (half-)iteration's averaging coefficient."""
     cfg = state.config
     form = form_of(game)
     seen = regret
@@ -97,18 +103,19 @@ def _half(game, state: SolverState, regret, avg, comp, pred, b_t, w_new, player,
     sigma = jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)  # node locking
     sigma_ext = passes.extend(sigma)
     slo, shi = passes.slot_range(game, player)
+    extra = {} if leaf is None else {"leaf": (leaf, mean_coefficient(b_t, w_new))}
     if cfg.rule in rules.PREDICTIVE:
-        inst, y = form.regret_pass(game, sigma_ext, jnp.zeros_like(regret[slo:shi]), player)
+        inst, y, *out = form.regret_pass(game, sigma_ext, jnp.zeros_like(regret[slo:shi]), player, **extra)
         new_regret = rules.after_update(cfg, regret[slo:shi] + inst)
         pred = jnp.concatenate([pred[:slo], inst, pred[shi:]])
     else:  # the form adds this iteration's regrets into the cumulative ones (OpenSpiel's rounding)
-        acc, y = form.regret_pass(game, sigma_ext, regret[slo:shi], player)
+        acc, y, *out = form.regret_pass(game, sigma_ext, regret[slo:shi], player, **extra)
         new_regret = rules.after_update(cfg, acc)
     new_avg, new_comp = _average(cfg, avg[slo:shi], comp[slo:shi], y, b_t, w_new)
     regret = jnp.concatenate([regret[:slo], new_regret, regret[shi:]])
     avg = jnp.concatenate([avg[:slo], new_avg, avg[shi:]])
     comp = jnp.concatenate([comp[:slo], new_comp, comp[shi:]])
-    return regret, avg, comp, pred
+    return regret, avg, comp, pred, (out[0] if out else leaf)
 
 
 def step(game, state: SolverState) -> SolverState:
@@ -129,9 +136,9 @@ def step(game, state: SolverState) -> SolverState:
     a_t, b_t = rules.average_step(cfg, t)
     w_new = a_t * state.avg_weight + b_t
     regret = rules.discount(cfg, state.regret, state.iteration.astype(dt))
-    avg, comp, pred = state.avg, state.avg_comp, state.prediction
+    avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf
     players = (None,) if cfg.order == "simultaneous" else (0, 1)
     for p in players:
-        regret, avg, comp, pred = _half(game, state, regret, avg, comp, pred, b_t, w_new, p, t)
+        regret, avg, comp, pred, leaf = _half(game, state, regret, avg, comp, pred, leaf, b_t, w_new, p, t)
     return dataclasses.replace(state, regret=regret, avg=avg, avg_comp=comp, avg_weight=w_new, iteration=t_int,
-                               prediction=pred)
+                               prediction=pred, leaf=leaf)

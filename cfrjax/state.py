@@ -38,6 +38,11 @@ class SolverState:
       locked: `[S]` bool, slots of information sets whose strategy is fixed (node
         locking, see `cfrjax.lock`); all False by default.
       locked_policy: `[S]` the fixed strategy at locked slots (ignored elsewhere).
+      leaf: the state of a depth-limited game's stateful leaf function (a pytree its
+        `LeafFunction.init` made and its `update` carries across iterations, e.g. the
+        `exact` leaf's warm-started leaf solves and their reach-weighted average:
+        `cfrjax.public.depth`); `None` for every other game. Not in `ARRAY_FIELDS`
+        (checkpoints refuse a state that has one).
       config: `Config` (static).
     """
 
@@ -49,14 +54,16 @@ class SolverState:
     prediction: Any
     locked: Any
     locked_policy: Any
+    leaf: Any = None
     config: Config = dataclasses.field(metadata=dict(static=True), default=Config())
 
 
-#: The array fields of `SolverState` (its pytree leaves): the one list that checkpoints
-#: and shard files read and write.
-ARRAY_FIELDS = tuple(f.name for f in dataclasses.fields(SolverState) if not f.metadata.get("static"))
+#: The array fields of `SolverState` (its pytree leaves but `leaf`): the one list that
+#: checkpoints and shard files read and write.
+ARRAY_FIELDS = tuple(f.name for f in dataclasses.fields(SolverState) if not f.metadata.get("static")
+                     and f.name != "leaf")
 
-jax.tree_util.register_dataclass(SolverState, data_fields=list(ARRAY_FIELDS), meta_fields=["config"])
+jax.tree_util.register_dataclass(SolverState, data_fields=list(ARRAY_FIELDS) + ["leaf"], meta_fields=["config"])
 
 
 def resolve_dtype(dtype) -> str:
@@ -93,6 +100,8 @@ def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
                     alpha=alpha, beta=beta, gamma=gamma)
     dt = jnp.dtype(config.dtype)
     zeros = jnp.zeros(game.slot_shape, dt)
+    leaf_init = getattr(game, "leaf_init", None)   # a depth-limited game's stateful leaf function
     return SolverState(regret=zeros, avg=zeros, avg_comp=zeros, avg_weight=jnp.zeros((), dt),
                        iteration=jnp.zeros((), jnp.int32), prediction=zeros,
-                       locked=jnp.zeros(game.slot_shape, bool), locked_policy=zeros, config=config)
+                       locked=jnp.zeros(game.slot_shape, bool), locked_policy=zeros,
+                       leaf=None if leaf_init is None else leaf_init(game.leaf_data, dt), config=config)

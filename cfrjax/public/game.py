@@ -224,6 +224,8 @@ class PublicGame:
       leaf_fn: a depth-limited game's leaf function (`cfrjax.public.depth.LeafFunction.fn`):
         its forest is `R` single leaves per board whose values the function gives; `None`
         for a whole game.
+      leaf_init, leaf_update: a stateful leaf function's `LeafFunction.init` / `.update`
+        (the solve carries its state in `SolverState.leaf`); `None` for a stateless one.
       trunk_level_dealt: per trunk level, whether a node on it lies just below a dealt turn
         card (its reach is masked there); `()` except on flop spots.
       max_actions: the most actions of a decision node.
@@ -292,6 +294,8 @@ class PublicGame:
     dealt: bool = _static(False)
     board_groups: int = _static(0)
     leaf_fn: Any = _static(None)
+    leaf_init: Any = _static(None)
+    leaf_update: Any = _static(None)
     trunk_level_dealt: tuple = _static(())
     max_actions: int = _static(0)
     reduction: str = _static("auto")

@@ -329,7 +329,7 @@ def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool, root
     return root_sum, jnp.concatenate(regs), jnp.concatenate(ys)
 
 
-def leaf_values(game: PublicGame, roots, lanes):
+def leaf_values(game: PublicGame, roots, lanes, leaf=None):
     """A depth-limited game's leaf values `[R, L, H, *batch]` of `lanes`' players, summed
     over the boards: the leaf function (`cfrjax.public.depth`) called once on every leaf
     `l = b R + k` (board `b`, root `k`) with both players' normalised ranges there, its
@@ -338,7 +338,12 @@ def leaf_values(game: PublicGame, roots, lanes):
 
     Args:
       roots: `[R, 2, H, *batch]` both players' reach (range weight included) at the
-        trunk's river-dealing chance nodes.
+        trunk's chance leaves (the nodes that deal the next card).
+      leaf: `None` (the stateless `leaf_fn`), or `(state, coef)` in a solve with a
+        stateful leaf function: its state (`SolverState.leaf`) and this (half-)iteration's
+        averaging coefficient `b_t / W_t` (`[*batch]`); `game.leaf_update` is called
+        instead, told each player's reach mass at every leaf and `coef` for `lanes`' players
+        (0 for the others), and the values come back with its new state.
     """
     B, R, H = game.num_boards, roots.shape[0], game.num_hands
     batch = roots.shape[3:]
@@ -351,25 +356,37 @@ def leaf_values(game: PublicGame, roots, lanes):
     mass = jnp.sum(reach, axis=2)                                              # [L, 2, *b]
     rho = reach / jnp.where(mass > 0, mass, 1.0)[:, :, None]
 
-    def call(r0, r1):
-        v0, v1 = game.leaf_fn(data, r0, r1)
-        return jnp.stack([jnp.asarray(v0, dt), jnp.asarray(v1, dt)], axis=1)   # [L, 2, H]
+    def call(r0, r1, *carry):
+        if not carry:
+            v0, v1 = game.leaf_fn(data, r0, r1)
+            new = None
+        else:
+            state, m, w = carry
+            v0, v1, new = game.leaf_update(data, r0, r1, state, {"mass": m, "weight": w})
+        return jnp.stack([jnp.asarray(v0, dt), jnp.asarray(v1, dt)], axis=1), new   # [L, 2, H]
+    args = (rho[:, 0], rho[:, 1])
+    if leaf is not None:
+        state, coef = leaf
+        on = jnp.asarray([p in lanes for p in (0, 1)], dt)
+        args += (state, mass, lift(on, 1 + len(batch)) * jnp.broadcast_to(jnp.asarray(coef, dt), batch)[None])
     for _ in batch:
-        call = jax.vmap(call, in_axes=(-1, -1), out_axes=-1)
-    vals = call(rho[:, 0], rho[:, 1])                                          # [L, 2, H, *b]
+        call = jax.vmap(call, in_axes=-1, out_axes=-1)
+    vals, new = call(*args)                                                   # [L, 2, H, *b]
     vals = jax.lax.slice_in_dim(vals, lanes[0], lanes[-1] + 1, axis=1)
     opp = _opponent(mass, lanes, 1)                                            # [L, lanes, *b]
     scale = opp * lift(data["chance"].astype(dt) * data["pot"].astype(dt), nd - 2) / _lead(game.norm.astype(dt), 2)
     vals = vals * scale[:, :, None] * lift(jnp.repeat(live, R, axis=0)[:, None], nd - 1)
-    return jnp.sum(vals.reshape((B, R) + vals.shape[1:]), axis=0)
+    vals = jnp.sum(vals.reshape((B, R) + vals.shape[1:]), axis=0)
+    return vals if leaf is None else (vals, new)
 
 
-def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regret=None):
+def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regret=None, leaf=None):
     """Trunk forward, every board's forest, trunk backward.
 
     Returns `(root values [L, H, *batch], new regret, y)` (the last two for `mode ==
-    "regret"`, for `lanes`' slots in slot order); for `mode == "nodes"` the dict of
-    `node_values`."""
+    "regret"`, for `lanes`' slots in slot order), and the new leaf state when `leaf` (a
+    stateful leaf function's `(state, coef)`, `leaf_values`) is given; for `mode ==
+    "nodes"` the dict of `node_values`."""
     dt = sigma_ext.dtype
     weights = game.weights.astype(dt)
     batch = jnp.broadcast_shapes(sigma_ext.shape[2:], weights.shape[2:], jnp.shape(game.norm))
@@ -395,7 +412,9 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
         if mode == "nodes":
             raise ValueError(f"{game.name}: node values of a depth-limited game are not available (its forest "
                              f"is the leaf function)")
-        chance = leaf_values(game, forest_root, lanes)
+        chance = leaf_values(game, forest_root, lanes, leaf)
+        if leaf is not None:
+            chance, leaf = chance
         new = y = None
         if want:
             t_of = {0: t0, 1: t1}
@@ -409,7 +428,7 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
     else:
         chance, new, y = _boards(game, board, sigma_ext, lanes, regret if want else None, base, cpu, roots)
     if not has_trunk:
-        return nodes if mode == "nodes" else (chance[0], new, y)
+        return nodes if mode == "nodes" else (chance[0], new, y)   # (a depth-limited game has a trunk)
     inv_z = _lead(1.0 / game.norm.astype(dt), 3)
     tvf = _fold_values(game, reach1, game.trunk_fold_node, game.trunk_fold_payoff, lanes, inv_z, cpu,
                        game.trunk_fold_values)
@@ -430,10 +449,10 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
         b0 = base[p]
         new = new.at[b0:b0 + t].add(vals1[child, i] - vals1[node, i])
         y = y.at[b0:b0 + t].set(reach1[node, p] * lift(sigma_ext[offsets[p]:offsets[p] + t], nd - 1))
-    return vals1[0], new, y
+    return (vals1[0], new, y) + (() if leaf is None else (leaf,))
 
 
-def regret_pass(game: PublicGame, sigma_ext, regret, player):
+def regret_pass(game: PublicGame, sigma_ext, regret, player, leaf=None):
     """One forward and one backward pass under `sigma_ext` `[S + 1, H, *batch]`.
 
     Args:
@@ -442,16 +461,17 @@ def regret_pass(game: PublicGame, sigma_ext, regret, player):
       regret: `[hi - lo, H, *batch]` cumulative regret of `player`'s slots
         (`cfrjax.passes.slot_range`).
       player: 0, 1, or `None` (both, from the same profile).
+      leaf: a stateful leaf function's `(state, coef)` (`leaf_values`), or `None`.
 
     Returns:
       `(regret + r, y)`: `r[slot, h]` = counterfactual value of the slot's child minus
       its node's, for hand `h` of the acting player (opponent reach with its range
       weight, times chance, over `Z`; the own range weight not included); `y [hi - lo,
       H, *batch]` = own reach (range weight included) at the slot's node times
-      `sigma_ext[slot]`.
+      `sigma_ext[slot]`; and the leaf function's new state when `leaf` is given.
     """
     lanes = _lanes(player)
-    return _on_platform(lambda cpu: _sweep(game, sigma_ext, lanes, "regret", cpu, regret)[1:])
+    return _on_platform(lambda cpu: _sweep(game, sigma_ext, lanes, "regret", cpu, regret, leaf)[1:])
 
 
 def hand_values(game: PublicGame, policy):

@@ -459,6 +459,9 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     if turn:   # what a depth-limited solve (cfrjax.public.depth) hands its leaf function
         meta["leaf_cards"] = [int(c) for c in extra[:, 0]]
         meta["leaf_committed"] = [float(trunk.tot[c][0]) for c in root_chance]
+    elif groups:   # the same below the turn card: the flop street's ends in trunk order
+        meta["leaf_cards"] = [int(c) for c in turn_cards]
+        meta["leaf_committed"] = [float(trunk.tot[c][0]) for c in np.flatnonzero((trunk.kind == CHANCE) & ~t_dealt)]
     if cfg.source:
         meta.update(dict(cfg.source))
     labels = PublicLabels(
