@@ -164,3 +164,20 @@ def test_set_boards_refuses_what_it_cannot_batch():
         pb.set_boards(game, dict(t, sd_index=t["sd_index"][:, :, :5]))
     with pytest.raises(ValueError, match="distinct"):
         pb.river_hands(np.array([[0, 0, 1, 2, 3]]))
+
+
+def test_batch_first_showdown_equals_batch_last(monkeypatch):
+    """The batch-first sorted showdown (accelerators, large batches) gives the batch-last
+    form's numbers bit for bit, and each board's own one-board form's."""
+    tables = pb.board_tables(_boards(2, 5))
+    nb, H = tables["hands"].shape
+    board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
+    x = jnp.asarray(np.random.default_rng(3).random((H, 3, nb)))
+    run = lambda: jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x)   # noqa: E731
+    monkeypatch.setattr(pt, "BATCH_FIRST_MIN_SUBGAMES", 0)
+    first = np.asarray(run())
+    monkeypatch.setattr(pt, "BATCH_FIRST_MIN_SUBGAMES", nb + 1)
+    last = np.asarray(run())
+    one = np.stack([pt._showdown_sorted_hm({k: jnp.asarray(tables[k][i, 0]) for k in board}, x[..., i], False)
+                    for i in range(nb)], -1)
+    assert np.array_equal(first, last) and np.array_equal(first, one)

@@ -1,0 +1,74 @@
+"""Experiment: a batch of river spots with a board per spot, its sorted showdown run
+batch-last or batch-first (`cfrjax.public.terminals.BATCH_FIRST_MIN_SUBGAMES` set
+to more or fewer than the batch), same batch,
+same executable otherwise; ms per iteration of the whole batch and solves of
+`--iterations` per minute. Records: `bench/results/per_spot_layout.jsonl`.
+
+    python bench/per_spot_layout.py --spots 1024,4096 --iterations 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from cfrjax import datagen  # noqa: E402
+from cfrjax.batch import init_batch, solve_batch  # noqa: E402
+from cfrjax.datagen.solve import _with_ranges  # noqa: E402
+from cfrjax.games.poker import boards as pb  # noqa: E402
+from cfrjax.public import terminals  # noqa: E402
+from common import append_records, environment  # noqa: E402
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spots", default="1024,4096")
+    ap.add_argument("--iterations", type=int, default=200)
+    ap.add_argument("--rules", default="dcfr:alternating")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "per_spot_layout.jsonl"))
+    a = ap.parse_args(argv)
+    n, records = a.iterations, []
+    for rule, order in (r.split(":") for r in a.rules.split(",")):
+        cfg = datagen.DatagenConfig("hunl_river_full", spots=8, iterations=n, rule=rule, order=order)
+        game = dataclasses.replace(datagen.spot_game(cfg, 0), labels=None)
+        for B in (int(b) for b in a.spots.split(",")):
+            rng = np.random.default_rng(0)
+            boards = np.sort(np.argsort(rng.random((B, 52)), axis=1)[:, :5], axis=1)
+            w = rng.random((B, 2, pb.RIVER_HANDS)).astype(np.float32)
+            w /= w.sum(-1, keepdims=True)
+            games = pb.set_boards(_with_ranges(game, jnp.asarray(w[:, 0]), jnp.asarray(w[:, 1])), pb.board_tables(boards))
+            states = init_batch(game, B, rule=rule, order=order, dtype="float32")
+            for layout in ("batch_last", "batch_first"):
+                terminals.BATCH_FIRST_MIN_SUBGAMES = 0 if layout == "batch_first" else B + 1
+                jax.clear_caches()
+                t0 = time.perf_counter()
+                jax.block_until_ready(solve_batch(games, states, n))
+                first = time.perf_counter() - t0
+                times = []
+                for _ in range(a.repeats):
+                    t0 = time.perf_counter()
+                    jax.block_until_ready(solve_batch(games, states, n))
+                    times.append(time.perf_counter() - t0)
+                t = min(times)
+                rec = dict(bench="per_spot_layout", game="hunl_river_full", boards="per spot", layout=layout, spots=B,
+                           rule=rule, order=order, iterations=n, first_call_s=first, ms_per_iter=1e3 * t / n,
+                           solves_per_minute_1000=60.0 * B / (t * 1000 / n), **environment())
+                print(B, rule, order, layout, f"{rec['ms_per_iter']:.3f} ms/iter",
+                      f"{rec['solves_per_minute_1000']:,.0f} solves of 1,000/min", flush=True)
+                records.append(rec)
+    append_records(a.out, records)
+
+
+if __name__ == "__main__":
+    main()
