@@ -50,18 +50,30 @@ def _timed(fn, repeats):
     return out
 
 
+def random_spots(B: int, seed: int = 0):
+    """`(boards [B, 5], ranges [B, 2, 1081] float32)`: uniform random boards and random
+    normalised ranges (the cost of a solve does not depend on them)."""
+    rng = np.random.default_rng(seed)
+    boards = np.sort(np.argsort(rng.random((B, 52)), axis=1)[:, :5], axis=1)
+    w = rng.random((B, 2, pb.RIVER_HANDS)).astype(np.float32)
+    return boards, w / w.sum(-1, keepdims=True)
+
+
+def batch_games(game, boards, w):
+    """`(one shared board, a board per spot)`: the river `game` batched over the ranges `w`,
+    on its own board and on `boards` (`set_boards`)."""
+    shared = _with_ranges(game, jnp.asarray(w[:, 0]), jnp.asarray(w[:, 1]))
+    return shared, pb.set_boards(shared, pb.board_tables(boards))
+
+
 def run(spec: str, B: int, iterations: int, repeats: int, note: str | None) -> dict:
     cfg = datagen.DatagenConfig(spec, spots=B, iterations=iterations)
-    rng = np.random.default_rng(0)
-    boards = np.sort(np.argsort(rng.random((B, 52)), axis=1)[:, :5], axis=1)
+    boards, w = random_spots(B)
     pb.board_tables(boards[:8])                                                        # warm-up
     host = _timed(lambda: pb.board_tables(boards), repeats)
     host_wall, host_cpu = (float(np.median([h[j] for h in host])) for j in (0, 1))
     game = dataclasses.replace(datagen.spot_game(cfg, 0), labels=None)
-    w = rng.random((B, 2, pb.RIVER_HANDS)).astype(np.float32)
-    w /= w.sum(-1, keepdims=True)
-    shared = _with_ranges(game, jnp.asarray(w[:, 0]), jnp.asarray(w[:, 1]))
-    per_spot = pb.set_boards(shared, pb.board_tables(boards))
+    shared, per_spot = batch_games(game, boards, w)
     states = init_batch(game, B, rule=cfg.rule, order=cfg.order, dtype=cfg.dtype)
     device = {}
     meter = CpuMeter()

@@ -16,17 +16,14 @@ import sys
 import time
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from cfrjax import datagen  # noqa: E402
 from cfrjax.batch import init_batch, solve_batch  # noqa: E402
-from cfrjax.datagen.solve import _with_ranges  # noqa: E402
-from cfrjax.games.poker import boards as pb  # noqa: E402
 from cfrjax.public import terminals  # noqa: E402
+from boards import batch_games, random_spots  # noqa: E402
 from common import append_records, environment  # noqa: E402
 
 
@@ -47,11 +44,7 @@ def main(argv=None):
         cfg = datagen.DatagenConfig("hunl_river_full", spots=8, iterations=n, rule=rule, order=order)
         game = dataclasses.replace(datagen.spot_game(cfg, 0), labels=None)
         for B in (int(b) for b in a.spots.split(",")):
-            rng = np.random.default_rng(0)
-            boards = np.sort(np.argsort(rng.random((B, 52)), axis=1)[:, :5], axis=1)
-            w = rng.random((B, 2, pb.RIVER_HANDS)).astype(np.float32)
-            w /= w.sum(-1, keepdims=True)
-            games = pb.set_boards(_with_ranges(game, jnp.asarray(w[:, 0]), jnp.asarray(w[:, 1])), pb.board_tables(boards))
+            games = batch_games(game, *random_spots(B))[1]
             states = init_batch(game, B, rule=rule, order=order, dtype="float32")
             for layout, scan in ((x, y) for x in a.layouts.split(",") for y in a.scans.split(",")):
                 terminals.BATCH_FIRST_MIN_SUBGAMES = 0 if layout == "batch_first" else B + 1

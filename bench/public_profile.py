@@ -14,16 +14,10 @@ ms/iter of the traced run, the top kernels.
 from __future__ import annotations
 
 import argparse
-import collections
 import dataclasses
 import os
 import sys
-import tempfile
-import time
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -31,28 +25,9 @@ sys.path.insert(0, HERE)
 import cfrjax  # noqa: E402
 from cfrjax import datagen  # noqa: E402
 from cfrjax.batch import init_batch, solve_batch  # noqa: E402
-from cfrjax.datagen.solve import _with_ranges  # noqa: E402
-from cfrjax.games.poker import boards as pb  # noqa: E402
+from boards import batch_games, random_spots  # noqa: E402
 from common import append_records, environment  # noqa: E402
-from kernel_profile import device_events  # noqa: E402
-
-
-def _profile(run, iterations: int) -> dict:
-    jax.block_until_ready(run())                              # compile and warm up
-    with tempfile.TemporaryDirectory() as tmp:
-        t0 = time.perf_counter()
-        with jax.profiler.trace(tmp, create_perfetto_trace=True):
-            jax.block_until_ready(run())
-        wall = time.perf_counter() - t0
-        events = device_events(tmp)
-    per = collections.defaultdict(lambda: [0, 0.0])
-    for e in events:
-        per[e["name"]][0] += 1
-        per[e["name"]][1] += float(e.get("dur", 0.0))
-    rows = sorted(((n, c / iterations, d / iterations) for n, (c, d) in per.items()), key=lambda r: -r[2])
-    return dict(iterations=iterations, kernels_per_iteration=round(sum(r[1] for r in rows), 2),
-                device_us_per_iter=sum(r[2] for r in rows), traced_ms_per_iter=1e3 * wall / iterations,
-                kernels=[dict(name=n, calls_per_iter=round(c, 3), us_per_iter=round(d, 3)) for n, c, d in rows[:25]])
+from kernel_profile import profile_run as _profile  # noqa: E402
 
 
 def main(argv=None):
@@ -74,11 +49,7 @@ def main(argv=None):
         cfg = datagen.DatagenConfig("hunl_river_full", spots=8, iterations=n, rule=rule, order=order)
         game = dataclasses.replace(datagen.spot_game(cfg, 0), labels=None)
         for B in (int(b) for b in a.spots.split(",")):
-            rng = np.random.default_rng(0)
-            boards = np.sort(np.argsort(rng.random((B, 52)), axis=1)[:, :5], axis=1)
-            w = rng.random((B, 2, pb.RIVER_HANDS)).astype(np.float32)
-            w /= w.sum(-1, keepdims=True)
-            games = pb.set_boards(_with_ranges(game, jnp.asarray(w[:, 0]), jnp.asarray(w[:, 1])), pb.board_tables(boards))
+            games = batch_games(game, *random_spots(B))[1]
             states = init_batch(game, B, rule=rule, order=order, dtype="float32")
             rec = _profile(lambda: solve_batch(games, states, n), n)
             records.append(dict(bench="public_profile", game="hunl_river_full", batch=B, boards="per spot",
