@@ -1,0 +1,25 @@
+"""XLA compiler options of cfrjax's compiled programs (`jax.jit(..., compiler_options=...)`).
+
+`XLA_OPTIONS` goes to every jit of a whole solve or evaluation (`cfrjax.solve`,
+`solve_batch`, `solve_sharded`, `evaluate`, the kernel count of `cfrjax.profile`). A
+program of your own (`jax.jit(cfrjax.step)`) gets XLA's defaults unless you pass
+`compiler_options=cfrjax.xla_options.XLA_OPTIONS` to your jit, or set the same options
+for the process (`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`).
+
+* `xla_cpu_experimental_ynn_fusion_type = ""`: no YNNPACK fusions on CPU. jaxlib 0.10.2
+  hands small reductions to YNNPACK (`__ynn_fusion`); in the public form's terminals
+  (sums over a card's hands, the six gathered showdown terms, `[H, Q]` with `Q` a few
+  terminals) each such call took 0.4-0.8 ms where XLA's own loop fusion takes tens of
+  microseconds: the full-range river iteration ran 1.05 ms/iter with them and 0.51
+  without (one pinned core, the same executable compiled both ways in one process, 9
+  interleaved rounds; the full-range turn and Leduc within noise). The option is a
+  CPU debug option: other backends ignore it, and results are unchanged (the same
+  arithmetic, fused by XLA instead).
+"""
+
+from __future__ import annotations
+
+__all__ = ["XLA_OPTIONS"]
+
+#: Compiler options of cfrjax's jitted solves and evaluations (see the module docstring).
+XLA_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
