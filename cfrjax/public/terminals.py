@@ -166,9 +166,22 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool):
     cprefix = exclusive_prefix(jnp.swapaxes(gathered[H:].reshape((C, M) + x.shape[1:]), 0, 1), cpu)   # [M + 1, C, Q]
     g = prefix - 0.5 * prefix[-1:]
     neg_d = jnp.swapaxes(0.5 * cprefix[-1:] - cprefix, 0, 1).reshape((C * (M + 1),) + x.shape[1:])
+    table = jnp.concatenate([g, neg_d])
+    if cpu:
+        table = _materialise(table)
     # Six rows per hand, all added (the card terms are stored negated). A reduction, not
     # adds: XLA would fuse adds with the transpose that follows and gather single numbers.
-    return jnp.sum(jnp.concatenate([g, neg_d])[board["sd_index"]], axis=1)
+    return jnp.sum(table[board["sd_index"]], axis=1)
+
+
+def _materialise(x):
+    """`x`, written to memory by a scatter of its rows: XLA:CPU fuses a gather's producers
+    into the gather and recomputes them for every gathered element (here the prefix
+    sums' last levels, pads and transposes, six times per hand); a scatter is never
+    fused into its consumer, so the gather reads the table instead (bit for bit the
+    same values; the full-range river iteration 11% faster on one core)."""
+    rows = jnp.arange(x.shape[0])
+    return jnp.zeros_like(x).at[rows].set(x, indices_are_sorted=True, unique_indices=True)
 
 
 def _rows(r, fn):
