@@ -171,15 +171,20 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool):
         table = _materialise(table)
     # Six rows per hand, all added (the card terms are stored negated). A reduction, not
     # adds: XLA would fuse adds with the transpose that follows and gather single numbers.
-    return jnp.sum(table[board["sd_index"]], axis=1)
+    out = jnp.sum(table[board["sd_index"]], axis=1)
+    # On CPU the hand-major sums are written out before `_rows` moves the hands back:
+    # fused with that transpose, the gather ran in node-major order, one number per
+    # gathered row of Q (full-range turn: 176 -> 140 ms of CPU per iteration).
+    return _materialise(out) if cpu else out
 
 
 def _materialise(x):
     """`x`, written to memory by a scatter of its rows: XLA:CPU fuses a gather's producers
     into the gather and recomputes them for every gathered element (here the prefix
-    sums' last levels, pads and transposes, six times per hand); a scatter is never
-    fused into its consumer, so the gather reads the table instead (bit for bit the
-    same values; the full-range river iteration 11% faster on one core)."""
+    sums' last levels, pads and transposes, six times per hand), and fuses a transpose
+    after it into the gather's loop; a scatter is fused neither into its consumer nor
+    with its producer's consumers, so each side runs as a plain loop over memory (bit
+    for bit the same values)."""
     rows = jnp.arange(x.shape[0])
     return jnp.zeros_like(x).at[rows].set(x, indices_are_sorted=True, unique_indices=True)
 
@@ -208,7 +213,7 @@ def fold_compat(game, r, cpu: bool):
     if dense_used(game, cpu):
         hi = jax.lax.Precision.HIGHEST
         return _rows(r, lambda x: jnp.matmul(game.dense_compat.astype(r.dtype), x, precision=hi))
-    return _rows(r, lambda x: compat_sums(x, game.hand_cards, game.card_hands))
+    return _rows(r, lambda x: compat_sums(_materialise(x) if cpu else x, game.hand_cards, game.card_hands))
 
 
 def showdown_diff(game, board: dict, r, cpu: bool):
@@ -221,4 +226,6 @@ def showdown_diff(game, board: dict, r, cpu: bool):
     if dense_used(game, cpu):
         hi = jax.lax.Precision.HIGHEST
         return _rows(r, lambda x: jnp.matmul(board["dense_showdown"].astype(r.dtype), x, precision=hi))
-    return _rows(r, lambda x: _showdown_sorted_hm(board, x, cpu))
+    # On CPU the reach is written out first: fused into the gathers below, it would be
+    # recomputed (the forward pass's path products) for every gathered row.
+    return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu))
