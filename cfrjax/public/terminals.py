@@ -38,6 +38,11 @@ prefix sums run down the rows (a parallel prefix scan on CPU, where XLA's cumula
 is a slow reduce-window; `jnp.cumsum` elsewhere). With `G = P - P[H] / 2` and
 `D_c = P_c - P_c[M] / 2` a showdown value is six gathered terms:
 `G[lt] + G[le] - D_c1[lt1] - D_c1[le1] - D_c2[lt2] - D_c2[le2]`.
+
+On CPU the reach going into the gathers, the table they read and the sums they return
+are each written to memory (`_materialise`): XLA:CPU would otherwise fuse the producers
+into the gathers (recomputing the forward pass's products and the prefix sums' last
+levels for every gathered row) and the transpose back to node-major into their loop.
 """
 
 from __future__ import annotations
