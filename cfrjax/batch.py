@@ -32,6 +32,7 @@ import jax.numpy as jnp
 from cfrjax.driver import run_steps
 from cfrjax.memory import guard
 from cfrjax.state import SolverState, init
+from cfrjax import xla_options
 
 __all__ = ["batch_axes", "batch_specs", "batched_fields_of", "check_batch", "init_batch", "retargetable",
            "solve_batch"]
@@ -138,7 +139,7 @@ def scan_batch_last(games, states: SolverState, iterations: int, batched_fields)
     return jax.tree.map(lambda x: jnp.moveaxis(x, -1, 0), states)
 
 
-@functools.partial(jax.jit, static_argnames=("iterations", "batched_fields"))
+@functools.partial(xla_options.jit, static_argnames=("iterations", "batched_fields"))
 def _solve_batch(games, states, iterations, batched_fields):
     return scan_batch_last(games, states, iterations, batched_fields)
 

@@ -26,6 +26,7 @@ from cfrjax.iteration import step
 from cfrjax.memory import guard
 from cfrjax.policy import average_policy
 from cfrjax.state import SolverState
+from cfrjax import xla_options
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,8 +79,8 @@ def _evaluate(game, state: SolverState):
     return exploitability_and_value(*_policy64(game, state))
 
 
-_evaluate_jit = jax.jit(_evaluate)
-_values_jit = jax.jit(lambda game, state: expected_values(*_policy64(game, state)))
+_evaluate_jit = xla_options.jit(_evaluate)
+_values_jit = xla_options.jit(lambda game, state: expected_values(*_policy64(game, state)))
 
 
 def evaluate(game, state: SolverState) -> tuple[float, float]:
@@ -107,7 +108,7 @@ def evaluate_values(game, state: SolverState) -> np.ndarray:
         return np.asarray(_values_jit(game, state), np.float64)
 
 
-@functools.partial(jax.jit, static_argnames=("iterations", "eval_every"))
+@functools.partial(xla_options.jit, static_argnames=("iterations", "eval_every"))
 def _solve(game, state, iterations, eval_every):
     if eval_every is None:
         return run_steps(game, state, iterations), None
@@ -127,7 +128,7 @@ def _solve(game, state, iterations, eval_every):
     return state, Trace(iteration=its, exploitability=es, value=vs)
 
 
-@functools.partial(jax.jit, static_argnames=("eval_every", "max_chunks"))
+@functools.partial(xla_options.jit, static_argnames=("eval_every", "max_chunks"))
 def _solve_to_target(game, state, target, eval_every, max_chunks):
     """`lax.while_loop` over chunks of `eval_every` scanned iterations; stops after the
     first chunk whose evaluation is below `target` or after `max_chunks` chunks."""

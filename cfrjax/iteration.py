@@ -25,9 +25,11 @@ compensated, 2.5e-8 (bench/precision.py). A float64 solve updates `avg` alone, a
 (bit for bit).
 
 Rule hooks (`cfrjax.rules`): `discount` on the cumulative regret before the passes (with
-the previous iteration count), `strategy_regret` (what regret matching sees: the regret,
+the previous iteration count), `update_discount` on the updating player's regret after
+its strategy is matched (postflop-solver's DCFR; the identity otherwise), `strategy_regret` (what regret matching sees: the regret,
 or regret plus prediction for the predictive rules), `after_update` once the
-instantaneous regret is added, and `average_step` for the average. Predictive rules keep
+instantaneous regret is added, and `average_step` for the average (of `y_t = sigma_t` itself for the rules of
+`rules.UNWEIGHTED_AVERAGE`). Predictive rules keep
 this iteration's instantaneous regret as the next prediction (`SolverState.prediction`;
 under alternating order per player's half). Under alternating order PDCFR+'s player 1
 half sees player 0's regrets with the discount of iteration t already applied (as OpenSpiel
@@ -104,13 +106,16 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     sigma_ext = passes.extend(sigma)
     slo, shi = passes.slot_range(game, player)
     extra = {} if leaf is None else {"leaf": (leaf, mean_coefficient(b_t, w_new))}
+    base = rules.update_discount(cfg, regret[slo:shi], t)
     if cfg.rule in rules.PREDICTIVE:
         inst, y, *out = form.regret_pass(game, sigma_ext, jnp.zeros_like(regret[slo:shi]), player, **extra)
-        new_regret = rules.after_update(cfg, regret[slo:shi] + inst)
+        new_regret = rules.after_update(cfg, base + inst)
         pred = jnp.concatenate([pred[:slo], inst, pred[shi:]])
     else:  # the form adds this iteration's regrets into the cumulative ones (OpenSpiel's rounding)
-        acc, y, *out = form.regret_pass(game, sigma_ext, regret[slo:shi], player, **extra)
+        acc, y, *out = form.regret_pass(game, sigma_ext, base, player, **extra)
         new_regret = rules.after_update(cfg, acc)
+    if cfg.rule in rules.UNWEIGHTED_AVERAGE:
+        y = sigma[slo:shi]
     new_avg, new_comp = _average(cfg, avg[slo:shi], comp[slo:shi], y, b_t, w_new)
     regret = jnp.concatenate([regret[:slo], new_regret, regret[shi:]])
     avg = jnp.concatenate([avg[:slo], new_avg, avg[shi:]])

@@ -15,6 +15,7 @@ import jax
 from cfrjax.game import CompiledGame
 from cfrjax.iteration import step
 from cfrjax.state import SolverState
+from cfrjax.xla_options import XLA_OPTIONS
 
 #: Instructions of the entry computation that launch nothing.
 _FREE = frozenset({"parameter", "constant", "bitcast", "get-tuple-element", "tuple"})
@@ -26,7 +27,7 @@ def hlo_op_counts(game: CompiledGame, state: SolverState) -> collections.Counter
     The state is donated, as it is inside `solve`'s scan, so leaves that pass through
     unchanged cost no copy.
     """
-    text = jax.jit(step, donate_argnums=1).lower(game, state).compile().as_text()
+    text = jax.jit(step, donate_argnums=1, compiler_options=XLA_OPTIONS).lower(game, state).compile().as_text()
     entry = text[text.index("\nENTRY"):]
     entry = entry[:entry.index("\n}")]
     ops = collections.Counter()

@@ -52,6 +52,23 @@ it, `[x]^+ = max(x, 0)`, `RM`: regret matching, `d_x(n) = n^x / (n^x + 1)`):
     i.e. the discount hook multiplies the (non-negative) regret by `d_alpha(t-1)` before
     the passes and the strategy is matched against the discounted regret plus the
     prediction.
+  * `dcfr-postflop` (postflop-solver's DCFR, b-inary, `src/solver.rs`, `DiscountParams`
+    and `solve_recursive`; parameters alpha, beta, gamma, defaults 1.5, 0, 3). With
+    `s = t - 1` its 0-based iteration index and `p(s)` the largest power of 4 `<= s`
+    (`p(0) = 0`):
+        sigma_t = RM(R_{t-1})                                (no discount before matching)
+        R_t     = R_{t-1} * (d_alpha(max(s - 1, 0)) where R_{t-1} > 0, else d_beta(s - 1)) + r_t
+        S_t     = S_{t-1} * ((s - p(s)) / (s - p(s) + 1))^gamma + sigma_t
+    with `d_x(0) = 0^x / (0^x + 1)` (0 for `x > 0`: at `t = 2` the positive regrets of
+    iteration 1 are dropped; 1/2 for `x = 0`, 1 for `x < 0`). The average restarts at
+    `s = 1, 4, 16, 64, ...` (the weight of `S_{t-1}` is 0 there) and within a window
+    weights iteration `s` by `(s - p + 1)^gamma`. The discount is applied to the
+    updating player's regrets after its strategy is matched (`update_discount`), which
+    differs from discounting first only where `d_alpha = 0` (`t = 2`). The average is of
+    the strategies themselves, not reach-weighted (`y_t = sigma_t`, as postflop-solver's
+    cumulative strategy); each is still a valid average policy per information set.
+    Postflop-solver has only the alternating order (player 0 first); the simultaneous
+    order applies the same hooks to both players at once.
 """
 
 from __future__ import annotations
@@ -59,9 +76,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import jax
 import jax.numpy as jnp
 
-RULES = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "pdcfr+")
+RULES = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "pdcfr+", "dcfr-postflop")
 #: The default rule and order (`Config`, `cfrjax.init`, the command line): of the arms
 #: measured by `bench/defaults.py` (cfr+, dcfr, pcfr+ linear and quadratic, each
 #: simultaneous and alternating), DCFR alternating reaches a given exploitability soonest,
@@ -83,9 +101,15 @@ PARAM_DEFAULTS = {
     "lcfr": dict(alpha=1.0, beta=1.0, gamma=1.0),
     "dcfr": dict(alpha=1.5, beta=0.0, gamma=2.0),
     "pdcfr+": dict(alpha=2.3, beta=None, gamma=5.0),
+    "dcfr-postflop": dict(alpha=1.5, beta=0.0, gamma=3.0),
 }
 # Rules whose averaging schedule is fixed by the rule (gamma), not by `averaging`.
-OWN_AVERAGING = ("lcfr", "dcfr", "pdcfr+")
+OWN_AVERAGING = ("lcfr", "dcfr", "pdcfr+", "dcfr-postflop")
+# Rules that discount the updating player's regrets after matching (`update_discount`)
+# rather than all regrets before it (`discount`).
+DISCOUNT_AT_UPDATE = ("dcfr-postflop",)
+# Rules whose average is of the strategies themselves, not reach-weighted.
+UNWEIGHTED_AVERAGE = ("dcfr-postflop",)
 
 
 def _check(name: str, value, allowed) -> None:
@@ -119,8 +143,8 @@ class Config:
         default) is accepted.
       dtype: `"float32"` or `"float64"` (the latter needs `jax_enable_x64`).
       alpha, beta, gamma: discount parameters of `dcfr` (defaults 1.5, 0, 2: alpha and
-        gamma finite and >= 0, beta any finite real) and `pdcfr+` (alpha, gamma; defaults
-        2.3, 5); `lcfr` is fixed at (1, 1, 1). `None` means the rule's default; giving one
+        gamma finite and >= 0, beta any finite real), `pdcfr+` (alpha, gamma; defaults
+        2.3, 5) and `dcfr-postflop` (defaults 1.5, 0, 3); `lcfr` is fixed at (1, 1, 1). `None` means the rule's default; giving one
         to a rule that does not use it is an error.
     """
 
@@ -160,6 +184,22 @@ def _d(n, x):
     return jnp.where(n > 0, p / (p + 1.0), 1.0)
 
 
+def _d_from_zero(n, x: float):
+    """`n^x / (n^x + 1)` for `n >= 0` including `n = 0` (its limit from above: 0 for
+    `x > 0`, 1/2 for `x = 0`, 1 for `x < 0`), as postflop-solver computes it."""
+    at_zero = 0.0 if x > 0 else (0.5 if x == 0 else 1.0)
+    safe = jnp.where(n > 0, n, 1.0)
+    p = safe ** x
+    return jnp.where(n > 0, p / (p + 1.0), at_zero)
+
+
+def _lower_power_of_4(s):
+    """The largest power of 4 `<= s` for int32 `s >= 1`, and 0 for `s = 0` (elementwise)."""
+    s = jnp.asarray(s, jnp.int32)
+    log2 = 31 - jax.lax.clz(jnp.maximum(s, 1))
+    return jnp.where(s > 0, jnp.left_shift(jnp.int32(1), log2 & ~1), 0)
+
+
 def discount(config: Config, regret, t_prev):
     """The discount hook, before the passes of iteration `t_prev + 1` (`t_prev` float)."""
     if config.rule in ("lcfr", "dcfr"):
@@ -168,6 +208,18 @@ def discount(config: Config, regret, t_prev):
         return regret * jnp.where(regret > 0, pos, neg)
     if config.rule == "pdcfr+":
         return regret * _d(t_prev, config.alpha)
+    return regret
+
+
+def update_discount(config: Config, regret, t):
+    """The discount of the rules in `DISCOUNT_AT_UPDATE`, on the updating player's
+    cumulative regrets once its strategy of iteration `t` (1-based, float) is matched and
+    before this iteration's regrets are added; the identity for every other rule."""
+    if config.rule == "dcfr-postflop":
+        s = t - 1.0  # postflop-solver's 0-based iteration index
+        pos = _d_from_zero(jnp.maximum(s - 1.0, 0.0), config.alpha)
+        neg = _d_from_zero(jnp.maximum(s - 1.0, 0.0), config.beta)
+        return regret * jnp.where(regret > 0, pos, neg)
     return regret
 
 
@@ -190,6 +242,10 @@ def after_update(config: Config, regret):
 def average_step(config: Config, t):
     """Averaging schedule at iteration `t` (1-based): `(a_t, b_t)` with `S_t = a_t S_{t-1} + b_t y_t`."""
     one = jnp.ones_like(t)
+    if config.rule == "dcfr-postflop":
+        s = jnp.round(t - 1.0).astype(jnp.int32)
+        k = (s - _lower_power_of_4(s)).astype(t.dtype)
+        return (k / (k + 1.0)) ** config.gamma, one
     if config.rule in OWN_AVERAGING:
         return ((t - 1.0) / t) ** config.gamma, one
     if config.averaging == "uniform":

@@ -61,6 +61,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from cfrjax.batch import batch_specs, check_batch, fields_or_inferred, scan_batch_last
 from cfrjax.memory import guard
 from cfrjax.state import SolverState
+from cfrjax import xla_options
 
 __all__ = ["batch_mesh", "place", "process_rows", "solve_sharded"]
 
@@ -117,7 +118,7 @@ def _mesh_axis(mesh: Mesh) -> str:
     return mesh.axis_names[0]
 
 
-@functools.partial(jax.jit, static_argnames=("iterations", "mesh", "batched_fields"))
+@functools.partial(xla_options.jit, static_argnames=("iterations", "mesh", "batched_fields"))
 def _solve_sharded(games, states, iterations, mesh, batched_fields):
     axis = mesh.axis_names[0]
     local = functools.partial(scan_batch_last, iterations=iterations, batched_fields=batched_fields)

@@ -86,11 +86,11 @@ def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
       game: the compiled game, in any form (state arrays take its `slot_shape`: `[S]`
         tabular, `[S, H]` public).
       rule: one of `cfrjax.rules.RULES`: `"cfr"`, `"cfr+"`, `"lcfr"`, `"dcfr"`, `"pcfr+"`,
-        `"pdcfr+"` (exact updates in `cfrjax.rules`).
+        `"pdcfr+"`, `"dcfr-postflop"` (exact updates in `cfrjax.rules`).
       order: `"simultaneous"` or `"alternating"`.
       averaging: `"uniform"` or `"linear"`.
       dtype: `"float32"`, `"float64"` or `None` (JAX's default float).
-      alpha, beta, gamma: discount parameters of `"dcfr"` / `"pdcfr+"` (`None`: the
+      alpha, beta, gamma: discount parameters of `"dcfr"` / `"pdcfr+"` / `"dcfr-postflop"` (`None`: the
         rule's defaults; see `cfrjax.rules.Config`).
 
     Raises:

@@ -44,8 +44,9 @@ __all__ = [
     "regret_matching",
 ]
 
-RULES = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "pdcfr+")
+RULES = ("cfr", "cfr+", "lcfr", "dcfr", "pcfr+", "pdcfr+", "dcfr-postflop")
 _DISCOUNT_DEFAULTS = {"lcfr": (1.0, 1.0, 1.0), "dcfr": (1.5, 0.0, 2.0), "pdcfr+": (2.3, None, 5.0)}
+_POSTFLOP_DEFAULTS = (1.5, 0.0, 3.0)
 AVERAGINGS = ("uniform", "linear")
 ORDERS = ("simultaneous", "alternating")
 
@@ -137,7 +138,14 @@ class ReferenceCFR:
         #  pcfr+ (Farina et al. 2021): sigma = RM(R + m), R = max(R + r, 0), m = last r.
         #  pdcfr+ (Xu et al. 2024): R = max(R + r, 0) then R *= t^a/(t^a+1) at the end of
         #    iteration t; sigma = RM(R + m); S discounted by ((t-1)/t)^gamma.
-        d = _DISCOUNT_DEFAULTS.get(rule, (None, None, None))
+        #  dcfr-postflop (postflop-solver's src/solver.rs, DiscountParams(s), s = t - 1 the
+        #    0-based iteration): sigma = RM(R) of the stored R; when a player updates,
+        #    R = R * (alpha_s if R > 0 else beta_s) + r with alpha_s = u^a/(u^a+1),
+        #    beta_s = u^b/(u^b+1), u = max(s - 1, 0) (0^0 = 1); its strategy sum
+        #    S = S * gamma_s + sigma (sigma itself, not reach-weighted, every infoset of
+        #    the player), gamma_s = ((s - p)/(s - p + 1))^g, p = 0, 1, 4, 16, ... the
+        #    largest power of 4 <= s (0 for s = 0).
+        d = _POSTFLOP_DEFAULTS if rule == "dcfr-postflop" else _DISCOUNT_DEFAULTS.get(rule, (None, None, None))
         self.alpha = d[0] if alpha is None else alpha
         self.beta = d[1] if beta is None else beta
         self.gamma = d[2] if gamma is None else gamma
@@ -155,6 +163,9 @@ class ReferenceCFR:
             self._strategy_sum = [[decay * x for x in s] for s in self._strategy_sum]
         passes = [(0, 1)] if self.order == "simultaneous" else [(0,), (1,)]
         predictive = self.rule in ("pcfr+", "pdcfr+")
+        if self.rule == "dcfr-postflop":
+            self._postflop_iterate(passes)
+            return
         for players in passes:
             if predictive:
                 sigma = [_rm_list([max(a, 0.0) + b for a, b in zip(r, m)])
@@ -178,6 +189,28 @@ class ReferenceCFR:
                     pa = t ** self.alpha
                     r = [x * (pa / (pa + 1.0)) for x in r]
                 self._regret[i] = r
+
+    def _postflop_iterate(self, passes) -> None:
+        """Iteration `self.iteration` of postflop-solver's DCFR (see `__init__`)."""
+        s = self.iteration - 1
+        p = 0
+        while p * 4 <= s and s > 0:
+            p = 1 if p == 0 else p * 4
+        u = float(max(s - 1, 0))
+        alpha_s = u ** self.alpha / (u ** self.alpha + 1.0)
+        beta_s = u ** self.beta / (u ** self.beta + 1.0)
+        gamma_s = ((s - p) / (s - p + 1.0)) ** self.gamma
+        for players in passes:
+            sigma = [_rm_list(r) for r in self._regret]
+            before = [list(r) for r in self._regret]
+            self._regret = [[0.0] * len(r) for r in self._regret]
+            self._traverse(sigma, players, 0.0)  # instantaneous regrets only
+            for i, r in enumerate(self._regret):
+                if self._t.owner[i] not in players:
+                    self._regret[i] = before[i]
+                    continue
+                self._regret[i] = [x * (alpha_s if x > 0 else beta_s) + y for x, y in zip(before[i], r)]
+                self._strategy_sum[i] = [x * gamma_s + y for x, y in zip(self._strategy_sum[i], sigma[i])]
 
     def run(self, n: int) -> "ReferenceCFR":
         """Run `n` iterations; returns self."""

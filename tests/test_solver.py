@@ -177,3 +177,22 @@ def test_save_load_round_trip(tmp_path, kuhn):
     s1 = cfrjax.solve(kuhn, cfrjax.init(kuhn), 7)
     s2 = cfrjax.solve(loaded, cfrjax.init(loaded), 7)
     chex.assert_trees_all_equal(s1, s2)
+
+
+def test_xla_options_apply_where_outermost(kuhn):
+    """`cfrjax.xla_options.jit`: the solve compiles with `XLA_OPTIONS` (no YNNPACK fusion
+    on CPU) when called directly, and plain (JAX refuses nested compiler options) inside
+    a jit of one's own, with the same results."""
+    from cfrjax import driver, xla_options
+    state = cfrjax.init(kuhn)
+    direct = cfrjax.solve(kuhn, state, 20)
+    nested = jax.jit(lambda g, s: cfrjax.solve(g, s, 20))(kuhn, state)
+    chex.assert_trees_all_equal(direct, nested)
+    if jax.default_backend() == "cpu":
+        from cfrjax.games.poker import PokerSubgameSpec
+        from cfrjax.games.poker.public import build_public
+        game = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100, range0="AA,KK,QQ",
+                                             range1="JJ,TT,AK", bet_fractions=(1.0,)))  # terminal sums: YNN
+        s = cfrjax.init(game)
+        assert "__ynn_fusion" not in driver._solve.lower(game, s, 2, None).compile().as_text()
+        assert xla_options.XLA_OPTIONS == {"xla_cpu_experimental_ynn_fusion_type": ""}

@@ -38,6 +38,11 @@ prefix sums run down the rows (a parallel prefix scan on CPU, where XLA's cumula
 is a slow reduce-window; `jnp.cumsum` elsewhere). With `G = P - P[H] / 2` and
 `D_c = P_c - P_c[M] / 2` a showdown value is six gathered terms:
 `G[lt] + G[le] - D_c1[lt1] - D_c1[le1] - D_c2[lt2] - D_c2[le2]`.
+
+On CPU the reach going into the gathers, the table they read and the sums they return
+are each written to memory (`_materialise`): XLA:CPU would otherwise fuse the producers
+into the gathers (recomputing the forward pass's products and the prefix sums' last
+levels for every gathered row) and the transpose back to node-major into their loop.
 """
 
 from __future__ import annotations
@@ -216,12 +221,18 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool):
     cprefix = exclusive_prefix(jnp.swapaxes(gathered[H:].reshape((C, M) + x.shape[1:]), 0, 1), cpu)   # [M + 1, C, Q]
     g = prefix - 0.5 * prefix[-1:]
     neg_d = jnp.swapaxes(0.5 * cprefix[-1:] - cprefix, 0, 1).reshape((C * (M + 1),) + x.shape[1:])
+    table = jnp.concatenate([g, neg_d])
+    if cpu:
+        table = _materialise(table)
     # Six rows per hand, all added (the card terms are stored negated). A reduction, not
     # adds: XLA would fuse adds with the transpose that follows and gather single numbers.
-    terms = jnp.concatenate([g, neg_d])
     if not nb:
-        return jnp.sum(terms[board["sd_index"]], axis=1)
-    rows = _gather_rows(terms, flat(board["sd_index"], H * 6))
+        out = jnp.sum(table[board["sd_index"]], axis=1)
+        # On CPU the hand-major sums are written out before `_rows` moves the hands back:
+        # fused with that transpose, the gather ran in node-major order, one number per
+        # gathered row of Q (full-range turn: 176 -> 140 ms of CPU per iteration).
+        return _materialise(out) if cpu else out
+    rows = _gather_rows(table, flat(board["sd_index"], H * 6))
     return jnp.sum(rows.reshape((H, 6) + x.shape[1:]), axis=1).reshape(shape)
 
 
@@ -250,6 +261,17 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     return jnp.moveaxis(jax.lax.optimization_barrier(out), 0, -1)
 
 
+def _materialise(x):
+    """`x`, written to memory by a scatter of its rows: XLA:CPU fuses a gather's producers
+    into the gather and recomputes them for every gathered element (here the prefix
+    sums' last levels, pads and transposes, six times per hand), and fuses a transpose
+    after it into the gather's loop; a scatter is fused neither into its consumer nor
+    with its producer's consumers, so each side runs as a plain loop over memory (bit
+    for bit the same values)."""
+    rows = jnp.arange(x.shape[0])
+    return jnp.zeros_like(x).at[rows].set(x, indices_are_sorted=True, unique_indices=True)
+
+
 def _rows(r, fn):
     """Apply `fn` to `r [T, L, H, *batch]` hand-major (`[H, Q]`) and restore the shape."""
     x = jnp.moveaxis(r, 2, 0)                                                # [H, T, L, *batch]
@@ -274,7 +296,7 @@ def fold_compat(game, r, cpu: bool):
     if dense_used(game, cpu):
         hi = jax.lax.Precision.HIGHEST
         return _rows(r, lambda x: jnp.matmul(game.dense_compat.astype(r.dtype), x, precision=hi))
-    return _rows(r, lambda x: compat_sums(x, game.hand_cards, game.card_hands))
+    return _rows(r, lambda x: compat_sums(_materialise(x) if cpu else x, game.hand_cards, game.card_hands))
 
 
 def showdown_diff(game, board: dict, r, cpu: bool):
@@ -287,4 +309,6 @@ def showdown_diff(game, board: dict, r, cpu: bool):
     if dense_used(game, cpu):
         hi = jax.lax.Precision.HIGHEST
         return _rows(r, lambda x: jnp.matmul(board["dense_showdown"].astype(r.dtype), x, precision=hi))
-    return _rows(r, lambda x: _showdown_sorted_hm(board, x, cpu))
+    # On CPU the reach is written out first: fused into the gathers below, it would be
+    # recomputed (the forward pass's path products) for every gathered row.
+    return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu))

@@ -1,0 +1,57 @@
+"""XLA compiler options of cfrjax's compiled programs (`jax.jit(..., compiler_options=...)`).
+
+`XLA_OPTIONS` goes to every jit of a whole solve or evaluation (`cfrjax.solve`,
+`solve_batch`, `solve_sharded`, `evaluate`, the kernel count of `cfrjax.profile`) through
+`jit`, where that jit is the outermost: JAX takes compiler options only there, so inside
+a program of your own (`jax.jit(lambda g, s: cfrjax.solve(g, s, 100))`, or
+`jax.jit(cfrjax.step)`) XLA's defaults apply unless you pass
+`compiler_options=cfrjax.xla_options.XLA_OPTIONS` to your jit, or set the same options
+for the process (`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`).
+
+* `xla_cpu_experimental_ynn_fusion_type = ""`: no YNNPACK fusions on CPU. jaxlib 0.10.2
+  hands small reductions to YNNPACK (`__ynn_fusion`); in the public form's terminals
+  (sums over a card's hands, the six gathered showdown terms, `[H, Q]` with `Q` a few
+  terminals) each such call took 0.4-0.8 ms where XLA's own loop fusion takes tens of
+  microseconds: the full-range river iteration ran 1.05 ms/iter with them and 0.51
+  without (one pinned core, the same executable compiled both ways in one process, 9
+  interleaved rounds; the full-range turn and Leduc within noise). The option is a
+  CPU debug option: other backends ignore it, and results are unchanged (the same
+  arithmetic, fused by XLA instead).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+
+__all__ = ["XLA_OPTIONS", "jit"]
+
+#: Compiler options of cfrjax's jitted solves and evaluations (see the module docstring).
+XLA_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+
+
+class _Jit:
+    """`jax.jit(fun, **kwargs)` compiled with `XLA_OPTIONS` when called outside any trace,
+    plain inside one (JAX refuses compiler options on a nested jit). `lower` lowers the
+    optioned one."""
+
+    def __init__(self, fun, **kwargs):
+        functools.update_wrapper(self, fun)
+        self._optioned = jax.jit(fun, compiler_options=XLA_OPTIONS, **kwargs)
+        self._plain = jax.jit(fun, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
+        return (self._plain if traced else self._optioned)(*args, **kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self._optioned.lower(*args, **kwargs)
+
+
+def jit(fun=None, **kwargs):
+    """`jax.jit` with `XLA_OPTIONS` where it is the outermost jit (`_Jit`); use as
+    `jit(f, static_argnames=...)` or `@functools.partial(jit, static_argnames=...)`."""
+    if fun is None:
+        return functools.partial(jit, **kwargs)
+    return _Jit(fun, **kwargs)
