@@ -242,7 +242,10 @@ def _configs():
     yield "libratus_turn", lambda: load_libratus_endgame(f"{LIBRATUS}/subgame2.txt", top_n=3), "support"
 
 
-@pytest.mark.parametrize("name,make,hands", cases(list(_configs()), ["turn", "weighted"], key=lambda c: c[0], unpack=True),
+# Default: the weighted river (blocked combos, range weights). The turn street against the
+# tabular form is checked in the default suite by test_libratus_endgame1_equals_tabular
+# (turn, reach-weighted ranges) and test_public_solver's spots case (Libratus endgame 4).
+@pytest.mark.parametrize("name,make,hands", cases(list(_configs()), ["weighted"], key=lambda c: c[0], unpack=True),
                          ids=[c[0] for c in _configs()])
 def test_against_tabular(name, make, hands):
     try:
