@@ -177,20 +177,18 @@ class Config:
             object.__setattr__(self, name, _number(name, value, None if name == "beta" else 0.0))
 
 
-def _d(n, x):
-    """`n^x / (n^x + 1)` for `n >= 0`, with `n = 0` mapped to 1 (nothing to discount yet)."""
-    safe = jnp.where(n > 0, n, 1.0)
-    p = safe ** x
-    return jnp.where(n > 0, p / (p + 1.0), 1.0)
-
-
-def _d_from_zero(n, x: float):
-    """`n^x / (n^x + 1)` for `n >= 0` including `n = 0` (its limit from above: 0 for
-    `x > 0`, 1/2 for `x = 0`, 1 for `x < 0`), as postflop-solver computes it."""
-    at_zero = 0.0 if x > 0 else (0.5 if x == 0 else 1.0)
+def _d(n, x, at_zero=1.0):
+    """`n^x / (n^x + 1)` for `n >= 0`, with `n = 0` mapped to `at_zero`: 1 by default
+    (nothing to discount yet); postflop-solver's DCFR takes the limit from above instead
+    (`_limit_at_zero`)."""
     safe = jnp.where(n > 0, n, 1.0)
     p = safe ** x
     return jnp.where(n > 0, p / (p + 1.0), at_zero)
+
+
+def _limit_at_zero(x: float) -> float:
+    """The limit of `n^x / (n^x + 1)` as `n -> 0+`: 0 for `x > 0`, 1/2 for `x = 0`, 1 for `x < 0`."""
+    return 0.0 if x > 0 else (0.5 if x == 0 else 1.0)
 
 
 def _lower_power_of_4(s):
@@ -215,10 +213,10 @@ def update_discount(config: Config, regret, t):
     """The discount of the rules in `DISCOUNT_AT_UPDATE`, on the updating player's
     cumulative regrets once its strategy of iteration `t` (1-based, float) is matched and
     before this iteration's regrets are added; the identity for every other rule."""
-    if config.rule == "dcfr-postflop":
-        s = t - 1.0  # postflop-solver's 0-based iteration index
-        pos = _d_from_zero(jnp.maximum(s - 1.0, 0.0), config.alpha)
-        neg = _d_from_zero(jnp.maximum(s - 1.0, 0.0), config.beta)
+    if config.rule in DISCOUNT_AT_UPDATE:
+        n = jnp.maximum(t - 2.0, 0.0)  # postflop-solver's 0-based iteration index s = t - 1, discounted by s - 1
+        pos = _d(n, config.alpha, _limit_at_zero(config.alpha))
+        neg = _d(n, config.beta, _limit_at_zero(config.beta))
         return regret * jnp.where(regret > 0, pos, neg)
     return regret
 
