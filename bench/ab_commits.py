@@ -12,7 +12,10 @@ times any commit.
         --out bench/results/refactor_ab.jsonl
 
 Game sources: a saved `.npz` (compile OpenSpiel games on a machine that has OpenSpiel
-with `cfrjax.save_game`), a poker `.toml`, or `libratus:PATH` (built in the worker).
+with `cfrjax.save_game`), a poker `.toml`, `libratus:PATH` (built in the worker), or
+`spots:B:G`: B full-range river spots of `cfrjax datagen`'s tree group G, a random board
+and random ranges per spot, solved in one `solve_batch` (`bench/boards.py`).
+`--rule` / `--order` set the rule (default CFR+ simultaneous).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ def _worker(root: str, source: str, iterations: int, repeats: int, rule: str = "
     import cfrjax
 
     t0 = time.perf_counter()
+    if source.startswith("spots:"):
+        return _spots_worker(source, iterations, repeats, rule, order)
     if source.startswith("libratus:"):
         from cfrjax.games.poker import build_spec, load_libratus_endgame
         game = cfrjax.compile_game(build_spec(load_libratus_endgame(source.split(":", 1)[1])))
@@ -58,6 +63,42 @@ def _worker(root: str, source: str, iterations: int, repeats: int, rule: str = "
                 backend=jax.default_backend(), jax=jax.__version__)
 
 
+def _spots_worker(source: str, iterations: int, repeats: int, rule: str, order: str) -> dict:
+    """`_worker` for `spots:B:G` (a board per spot, `solve_batch`)."""
+    import dataclasses
+
+    import jax
+    import cfrjax
+    from cfrjax import datagen
+    from cfrjax.batch import init_batch, solve_batch
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from boards import batch_games, random_spots
+
+    _, B, group = source.split(":")
+    B = int(B)
+    cfg = datagen.DatagenConfig("hunl_river_full", spots=8, iterations=iterations, rule=rule, order=order)
+    game = dataclasses.replace(datagen.spot_game(cfg, int(group)), labels=None)
+    games = batch_games(game, *random_spots(B))[1]
+    states = init_batch(game, B, rule=rule, order=order, dtype="float32")
+    run = jax.jit(lambda g, s: solve_batch(g, s, iterations))
+    t0 = time.perf_counter()
+    run.lower(games, states).compile()
+    compile_s = time.perf_counter() - t0
+    jax.block_until_ready(run(games, states))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(run(games, states))
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    return dict(cfrjax_file=cfrjax.__file__, spots=B, group=int(group), compile_s=compile_s,
+                ms_per_iter=1e3 * med / iterations, ms_per_iter_min=1e3 * min(times) / iterations,
+                solves_per_minute=60.0 * B * iterations / (iterations * med), iterations=iterations,
+                repeats=repeats, device=str(jax.devices()[0].device_kind), backend=jax.default_backend(),
+                jax=jax.__version__)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", action="append", required=True, metavar="LABEL=DIR")
@@ -66,27 +107,31 @@ def main(argv=None) -> int:
     p.add_argument("--big-iterations", type=int, default=100, help="iterations for games of 1M nodes or more")
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--rounds", type=int, default=2, help="alternations A, B per game")
+    p.add_argument("--rule", default="cfr+")
+    p.add_argument("--order", default="simultaneous")
     p.add_argument("--out", default=None)
     p.add_argument("--worker", nargs=4, metavar=("ROOT", "SOURCE", "ITERATIONS", "REPEATS"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         root, source, it, rep = args.worker
-        print(json.dumps(_worker(root, source, int(it), int(rep))))
+        print(json.dumps(_worker(root, source, int(it), int(rep), args.rule, args.order)))
         return 0
     roots = [r.split("=", 1) for r in args.root]
     records = []
     for spec in args.game:
         name, source = spec.split("=", 1)
-        iterations = args.big_iterations if source.startswith("libratus:") else args.iterations
+        big = source.startswith(("libratus:", "spots:"))
+        iterations = args.big_iterations if big else args.iterations
         for rnd in range(args.rounds):
             for label, root in roots:
                 out = subprocess.run([sys.executable, __file__, "--root", "x=x", "--game", "x=x", "--worker", root,
-                                      source, str(iterations), str(args.repeats)], capture_output=True, text=True)
+                                      source, str(iterations), str(args.repeats), "--rule", args.rule, "--order", args.order],
+                                 capture_output=True, text=True)
                 if out.returncode != 0:
                     print(f"{name} {label}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
                     continue
                 rec = dict(json.loads(out.stdout.strip().splitlines()[-1]), game=name, checkout=label, round=rnd,
-                           rule="cfr+", order="simultaneous", dtype="float32", bench="ab_commits")
+                           rule=args.rule, order=args.order, dtype="float32", bench="ab_commits")
                 records.append(rec)
                 print(f"{name:16s} {label:8s} round {rnd}: {rec['ms_per_iter']:.4f} ms/iter "
                       f"(compile {rec['compile_s']:.1f} s)", flush=True)

@@ -167,11 +167,24 @@ def test_set_boards_refuses_what_it_cannot_batch():
         pb.river_hands(np.array([[0, 0, 1, 2, 3]]))
 
 
-def test_batch_first_showdown_equals_batch_last(monkeypatch):
-    """The batch-first sorted showdown (accelerators, large batches) gives the batch-last
-    form's numbers bit for bit, and each board's own one-board form's."""
-    tables = pb.board_tables(_boards(2, 5))
-    nb, H = tables["hands"].shape
+def _padded_tables(nb: int, seed: int) -> dict:
+    """Board-major sorted-showdown tables of `nb` random strength orders over a partial
+    hand list (300 combos), whose card lists are padded (the river's full lists are not)."""
+    rng = np.random.default_rng(seed)
+    hand_cards = np.asarray(COMBOS)[np.sort(rng.choice(len(COMBOS), 300, replace=False))]
+    card_hands = pt.card_table(hand_cards)
+    assert (card_hands == len(hand_cards)).any()
+    t = pt.showdown_tables(rng.integers(0, 40, (nb, len(hand_cards))), hand_cards, card_hands)
+    return {k: v[:, None] for k, v in t.items()}
+
+
+@pytest.mark.parametrize("lists", ["river", "padded"])
+def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
+    """The batch-first sorted showdown (accelerators) gives the batch-last form's numbers
+    bit for bit, and each board's own one-board form's: on full river lists and on card
+    lists with padding (its zero row)."""
+    tables = pb.board_tables(_boards(2, 5)) if lists == "river" else _padded_tables(4, 5)
+    nb, _, H = tables["sd_sorted"].shape
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
     x = jnp.asarray(np.random.default_rng(3).random((H, 3, nb)))
     run = lambda: jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x)   # noqa: E731

@@ -169,12 +169,13 @@ def dense_bytes(num_boards: int, num_hands: int, itemsize: int) -> int:
 # the prefix sums run down the rows.
 
 
-def exclusive_prefix(x, cpu: bool):
-    """`[n, ...] -> [n + 1, ...]`: `out[j] = x[0] + ... + x[j - 1]` along the leading axis
-    (on CPU a parallel prefix scan, where XLA's cumulative sum is a slow reduce-window and
-    a loop runs its body as separate kernels every step; `cumsum` elsewhere)."""
-    inclusive = jax.lax.associative_scan(jnp.add, x, axis=0) if cpu else jnp.cumsum(x, axis=0)
-    return jnp.concatenate([jnp.zeros_like(x[:1]), inclusive])
+def exclusive_prefix(x, cpu: bool, axis: int = 0):
+    """`[n, ...] -> [n + 1, ...]`: `out[j] = x[0] + ... + x[j - 1]` along `axis` (the
+    leading one by default; on CPU a parallel prefix scan, where XLA's cumulative sum is a
+    slow reduce-window and a loop runs its body as separate kernels every step; `cumsum`
+    elsewhere)."""
+    inclusive = jax.lax.associative_scan(jnp.add, x, axis=axis) if cpu else jnp.cumsum(x, axis=axis)
+    return jnp.concatenate([jnp.zeros_like(jax.lax.slice_in_dim(x, 0, 1, axis=axis)), inclusive], axis=axis)
 
 
 def _pad_zero(x):
@@ -237,30 +238,50 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool):
 
 
 #: One board per subgame off the CPU, from this many subgames: the sorted showdown runs
-#: batch-first (`_showdown_batch_first`). Measured on an H200 (`bench/per_spot_layout.py`,
-#: DCFR alternating, full-range river): 4,096 subgames 7.53 -> 5.93 ms per iteration,
-#: but 1,024 subgames 1.84 -> 2.60 (the transposes cost more than the gathers save).
-BATCH_FIRST_MIN_SUBGAMES = 2048
+#: batch-first (`_showdown_batch_first`; the tests set it to force either form). Measured
+#: on an H200 (`bench/ab_commits.py` `spots:B:0`, DCFR alternating, full-range river, ms per
+#: iteration, batch-last -> flat batch-first): 8,192 spots 11.79 -> 10.35, 1,024 spots
+#: 1.84 -> 1.35, 512 spots 0.93 -> 0.74, 128 spots 0.33 -> 0.24
+#: (`bench/results/ab_flat_gathers_h200.jsonl`). The earlier batch-first form (gathers
+#: under `vmap`) won only from 2,048 spots.
+BATCH_FIRST_MIN_SUBGAMES = 1
 
 
 def _showdown_batch_first(board: dict, x, cpu: bool):
     """`x [H, Q, nb]` (one board per subgame, batch-last) -> `D [H, Q, nb]`, computed
-    batch-first: `x` and the tables are moved to `[nb, ...]` and the one-board form runs
-    under `vmap`, so each subgame's gathers read its own contiguous `[H + 1, Q]` rows
-    (batch-last, neighbouring subgames gather from rows `nb * Q` numbers apart, which a
-    GPU reads uncoalesced). The barriers keep XLA from fusing the transposes back into
-    the gathers (H200, 4,096 spots: 5.94 ms per iteration with both, 9.02 without the
-    output's, 9.81 with neither; more barriers inside, or gathering the six rows from
-    `G` and the card terms apart, were no faster: `bench/per_spot_layout.py --variants`).
-    The same additions in the same order as the batch-last form."""
-    H, _, nb = x.shape
+    batch-first with flat row gathers.
+
+    `x` is transposed to `[nb H, Q]` (each subgame's rows together) with one zero row
+    after them all (the target of padded card-list entries), and every gather is a plain
+    row gather from that flat array or from the flat `[nb R, Q]` table, its indices the
+    subgame's table entries plus the subgame's row offset. Batch-last, neighbouring
+    subgames gather from rows `nb * Q` numbers apart, which a GPU reads uncoalesced;
+    gathered per subgame under `vmap` (the earlier form), XLA kept `x` in place (the
+    transpose became a layout change, the gathers read it strided) and built `[nb, H, 6,
+    2]` (subgame, row) index pairs every iteration. The barriers keep the transpose a
+    transpose and the offset indices materialised (not fused back into the gathers).
+    The same additions in the same order as the batch-last form (bit for bit)."""
+    H, Q, nb = x.shape
     C, M = board["sd_card_sorted"].shape[:2]
-    first = lambda t, lead: jnp.moveaxis(t.reshape(lead + (nb,)), -1, 0)    # noqa: E731
-    tables = {"sd_sorted": first(board["sd_sorted"], (H,)),
-              "sd_card_sorted": first(board["sd_card_sorted"], (C, M)),
-              "sd_index": first(board["sd_index"], (H, 6))}
-    xb = jax.lax.optimization_barrier(jnp.moveaxis(x, -1, 0))                # [nb, H, Q]
-    out = jax.vmap(lambda t, v: _showdown_sorted_hm(t, v, cpu))(tables, xb)   # [nb, H, Q]
+    R = H + 1 + C * (M + 1)                                                  # table rows per subgame
+
+    def rows_of(t, n, stride):
+        """Subgame-major `[nb, n]` flat row indices of table `t` (`[n, nb]` batch-last);
+        with `stride == H` a padded entry (`H`) is the zero row `nb H`."""
+        t = jnp.moveaxis(t.reshape(n, nb), -1, 0)
+        rows = t + stride * jnp.arange(nb, dtype=t.dtype)[:, None]
+        return jax.lax.optimization_barrier(jnp.where(t == H, nb * H, rows) if stride == H else rows)
+    xt = jax.lax.optimization_barrier(jnp.moveaxis(x, -1, 0))                # [nb, H, Q]
+    flat = jnp.concatenate([xt.reshape(nb * H, Q), jnp.zeros((1, Q), x.dtype)])
+    gathered = jax.lax.optimization_barrier(flat[rows_of(board["sd_sorted"], H, H)])   # [nb, H, Q]
+    cards = jax.lax.optimization_barrier(flat[rows_of(board["sd_card_sorted"], C * M, H)]).reshape(nb, C, M, Q)
+    prefix = exclusive_prefix(gathered, cpu, axis=1)                         # [nb, H + 1, Q]
+    cprefix = exclusive_prefix(cards, cpu, axis=2)                           # [nb, C, M + 1, Q]
+    g = prefix - 0.5 * prefix[:, -1:]
+    neg_d = (0.5 * cprefix[:, :, -1:] - cprefix).reshape(nb, C * (M + 1), Q)
+    table = jnp.concatenate([g, neg_d], axis=1).reshape(nb * R, Q)
+    picked = table[rows_of(board["sd_index"], H * 6, R)]                     # [nb, 6 H, Q]
+    out = jnp.sum(picked.reshape(nb, H, 6, Q), axis=2)                       # [nb, H, Q]
     return jnp.moveaxis(jax.lax.optimization_barrier(out), 0, -1)
 
 
