@@ -241,7 +241,8 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool):
 #: batch-first (`_showdown_batch_first`; the tests set it to force either form). Measured
 #: on an H200 (`bench/ab_commits.py` `spots:B:0`, DCFR alternating, full-range river, ms per
 #: iteration, batch-last -> flat batch-first): 8,192 spots 11.79 -> 10.35, 1,024 spots
-#: 1.84 -> 1.35, 512 spots 0.93 -> 0.74, 128 spots 0.33 -> 0.24
+#: 1.84 -> 1.35, 512 spots 0.93 -> 0.74, 128 spots 0.33 -> 0.24; with the output
+#: transposed back through a flat copy, 8,192 spots 9.31 and 1,024 spots 1.24
 #: (`bench/results/ab_flat_gathers_h200.jsonl`). The earlier batch-first form (gathers
 #: under `vmap`) won only from 2,048 spots.
 BATCH_FIRST_MIN_SUBGAMES = 1
@@ -258,8 +259,9 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     subgames gather from rows `nb * Q` numbers apart, which a GPU reads uncoalesced;
     gathered per subgame under `vmap` (the earlier form), XLA kept `x` in place (the
     transpose became a layout change, the gathers read it strided) and built `[nb, H, 6,
-    2]` (subgame, row) index pairs every iteration. The barriers keep the transpose a
-    transpose and the offset indices materialised (not fused back into the gathers).
+    2]` (subgame, row) index pairs every iteration. The barriers keep both transposes
+    transposes and the offset indices and gathered rows materialised (not fused into the
+    gathers, or the gathers into the prefix sums, which recomputed them per window).
     The same additions in the same order as the batch-last form (bit for bit)."""
     H, Q, nb = x.shape
     C, M = board["sd_card_sorted"].shape[:2]
@@ -281,8 +283,10 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     neg_d = (0.5 * cprefix[:, :, -1:] - cprefix).reshape(nb, C * (M + 1), Q)
     table = jnp.concatenate([g, neg_d], axis=1).reshape(nb * R, Q)
     picked = table[rows_of(board["sd_index"], H * 6, R)]                     # [nb, 6 H, Q]
-    out = jnp.sum(picked.reshape(nb, H, 6, Q), axis=2)                       # [nb, H, Q]
-    return jnp.moveaxis(jax.lax.optimization_barrier(out), 0, -1)
+    out = jax.lax.optimization_barrier(jnp.sum(picked.reshape(nb, H, 6, Q), axis=2))   # [nb, H, Q]
+    # Transposed back through a flat copy: kept `[nb, H, Q]` in memory (a layout change),
+    # the terminal values around it were transposed to match and read strided.
+    return jax.lax.optimization_barrier(jnp.moveaxis(out, 0, -1).reshape(-1)).reshape(H, Q, nb)
 
 
 def _materialise(x):
