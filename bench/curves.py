@@ -51,6 +51,9 @@ Timing (seconds exclude evaluation; how, per arm, is the record's `timing`):
   * TexasSolver: its own loop clock minus its earlier best-response passes, each timed from
     its output (`texassolver_peer.run_curve`); its CPU seconds come from /proc in 10 ms
     ticks, too coarse for the river's ~20 ms solves.
+cfrjax records also give `wall_to_first_target_s`: build + the first (compiling) timed call +
+the solve-only seconds to the first target, the wall a user sees from the solve call with
+no evaluation (over by the first call's iterations), and `peak_device_bytes` on a GPU.
 Each point also has the solving process's CPU seconds (same exclusions): on a shared machine
 wall time includes waiting for a core, CPU time does not (for a multi-threaded arm it is the
 sum over its threads). Records carry the machine's load before and after each arm.
@@ -87,11 +90,16 @@ GAMES = {
                             configs=1),
     "hunl_turn_full": dict(title="Full-range turn", source="hunl_turn_full", kind="poker", forms=("public",),
                            eval_every=20, max_iterations=600, max_solve_s=45.0, timing_iterations=10, configs=1),
+    "hunl_flop_full": dict(title="Full-range flop", source="hunl_flop_full", kind="poker", forms=("public",),
+                           eval_every=10, max_iterations=400, max_solve_s=600.0, timing_iterations=2, configs=1,
+                           accelerator_only=True),
 }
 # `configs`: how many of --cfrjax-configs a game runs (default all; the full-range spots only
 # the default, DCFR: their peers run DCFR variants). The second form (hunl_river's tabular)
 # and the one-core arm run the default only. `timing_iterations`: iterations of one timed
-# cfrjax call (about a second on a 2-core CPU; 10x as many on a GPU).
+# cfrjax call (about a second on a 2-core CPU; 10x as many on a GPU). `accelerator_only`:
+# the cfrjax arm runs on a GPU only (the flop's state is several GB per array, minutes per
+# iteration on a 2-core CPU); its peers run on the CPU as everywhere.
 THRESHOLDS = {"openspiel": (1e-3, 1e-4), "poker": (3e-3, 1e-3)}  # poker: fractions of the pot
 ARMS = ("cfrjax", "cfrjax-1core", "openspiel", "liteefg", "noregret", "postflop", "texassolver")
 CFRJAX_CONFIGS = ("dcfr:alternating:linear", "cfr+:alternating:linear")  # dcfr "linear": its own t^gamma
@@ -206,6 +214,7 @@ def child_cfrjax(job: dict) -> list[dict]:
         curve_s = time.perf_counter() - t0
         points = [[int(t), int(t) * s_it, float(x), int(t) * c_it] for t, x in zip(trace.iteration,
                                                                                    trace.exploitability)]
+        stats = dev.memory_stats() if dev.platform != "cpu" else None
         rec = dict(backend="cfrjax", config=cfg, form=cfrjax.form_name(game), rule=rule, order=order,
                    averaging=averaging if rule != "dcfr" else "its own (t^gamma, gamma 2)",
                    precision="float32 iterations, float64 evaluation",
@@ -213,6 +222,10 @@ def child_cfrjax(job: dict) -> list[dict]:
                    else str(dev.device_kind),
                    versions=dict(jax=jax.__version__), build_s=build_s, compile_and_first_call_s=first_s,
                    curve_run_s=curve_s, timing_iterations=M, timing_repeats=3,
+                   final_value=float(trace.value[-1]),
+                   peak_device_bytes=(stats or {}).get("peak_bytes_in_use"),
+                   wall_to_first_target_s=build_s + first_s + next(
+                       (p[1] for p in points if p[2] <= job["thresholds"][0]), float("nan")),
                    ms_per_iter_timed=[1e3 * w / M for w in wall], cpu_ms_per_iter_timed=[1e3 * c / M for c in cpu],
                    timing="curve from solve(eval_every, target) (float64 evaluation inside the executable); "
                           f"iterations timed apart: median of 3 uninterrupted solves of {M} iterations without "
@@ -361,6 +374,9 @@ class Runner:
     def cfrjax(self, game_name, pinned=False):
         g = GAMES[game_name]
         dev = "CPU" if self.cpu else self.env["device"]
+        if g.get("accelerator_only") and self.cpu:
+            return self.skip(game_name, f"cfrjax {dev}{', 1 core' if pinned else ''}", "run on a GPU: several GB per "
+                             "state array and minutes per iteration on this CPU")
         for k, form in enumerate(g["forms"][:1] if pinned else g["forms"]):
             configs = [DEFAULT_CONFIG] if pinned or k > 0 else self.args.cfrjax_configs[:g.get("configs")]
             arms = [f"cfrjax {dev}{', 1 core' if pinned else ''} ({form}) {c.split(':')[0]} {c.split(':')[1]}"
@@ -466,7 +482,7 @@ class Runner:
                 if exe else {}
             self._postflop = (exe, why, vers)
         exe, why, vers = self._postflop
-        for th in self.args.turn_threads if "turn" in game_name else (1,):
+        for th in self.args.turn_threads if "turn" in game_name or "flop" in game_name else (1,):
             arm = f"postflop-solver, {th} thread{'s' if th > 1 else ''}"
             if exe is None:
                 self.skip(game_name, arm, why)
@@ -475,7 +491,11 @@ class Runner:
             b = self.budget(game_name)
             ths = thresholds(game_name)[0]
             prefix = PIN if th == 1 else BOTH
-            dump = None if "turn" in game_name else f"/tmp/cfrjax_curves_postflop_{os.getpid()}.jsonl"
+            # The same-game check loads its whole strategy into cfrjax: river spots only (a
+            # flop's is hundreds of millions of numbers; the turn's tree is checked by
+            # `postflop_peer.py --spots turn_sizes`).
+            dump = None if "turn" in game_name or "flop" in game_name \
+                else f"/tmp/cfrjax_curves_postflop_{os.getpid()}.jsonl"
 
             def fn(spot=spot, th=th, prefix=prefix, dump=dump, b=b, ths=ths):
                 r = postflop_peer.run_driver(exe, spot, b["max_iterations"], th, dump=dump,
@@ -483,6 +503,7 @@ class Runner:
                                              extra=["--target", ths[-1], "--max-seconds", b["max_solve_s"]])
                 pts = [list(p) for p in r.pop("curve")]
                 out = dict(backend="postflop-solver", rule="dcfr (its own: alpha 1.5, beta 0.5)", order="alternating",
+                           memory_bytes=r.get("memory_bytes"), final_value=r["current_ev"][0],
                            averaging="its own: gamma 3, reset at powers of 4", precision="float32",
                            form="its own tree (range vectors)", threads=f"{th} thread{'s' if th > 1 else ''} (rayon)",
                            versions=vers, build_s=r["build_s"], command=r["command"],
