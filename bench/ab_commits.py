@@ -15,7 +15,11 @@ Game sources: a saved `.npz` (compile OpenSpiel games on a machine that has Open
 with `cfrjax.save_game`), a poker `.toml`, `libratus:PATH` (built in the worker), or
 `spots:B:G`: B full-range river spots of `cfrjax datagen`'s tree group G, a random board
 and random ranges per spot, solved in one `solve_batch` (`bench/boards.py`).
-`--rule` / `--order` set the rule (default CFR+ simultaneous).
+`--rule` / `--order` set the rule (default CFR+ simultaneous). A game's solve is timed
+inside a jit of the worker's (any commit's `solve` runs there; cfrjax's own compiler
+options, `cfrjax.xla_options`, do not apply), a `spots:` batch through `solve_batch`
+called directly, as a user calls it (its options apply; `compile_s` is then compile and
+one solve).
 """
 
 from __future__ import annotations
@@ -81,15 +85,15 @@ def _spots_worker(source: str, iterations: int, repeats: int, rule: str, order: 
     game = dataclasses.replace(datagen.spot_game(cfg, int(group)), labels=None)
     games = batch_games(game, *random_spots(B))[1]
     states = init_batch(game, B, rule=rule, order=order, dtype="float32")
-    run = jax.jit(lambda g, s: solve_batch(g, s, iterations))
+    # `solve_batch` called as a user calls it: its own jit is the outermost, so it compiles
+    # with cfrjax's compiler options (`cfrjax.xla_options`; a jit around it would drop them).
     t0 = time.perf_counter()
-    run.lower(games, states).compile()
-    compile_s = time.perf_counter() - t0
-    jax.block_until_ready(run(games, states))
+    jax.block_until_ready(solve_batch(games, states, iterations))
+    compile_s = time.perf_counter() - t0                                   # compile + one solve
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        jax.block_until_ready(run(games, states))
+        jax.block_until_ready(solve_batch(games, states, iterations))
         times.append(time.perf_counter() - t0)
     med = statistics.median(times)
     return dict(cfrjax_file=cfrjax.__file__, spots=B, group=int(group), compile_s=compile_s,
