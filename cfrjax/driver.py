@@ -55,11 +55,33 @@ jax.tree_util.register_dataclass(Trace, data_fields=["iteration", "exploitabilit
 EVAL_DTYPE = "float64"
 
 
+#: `lax.scan` unroll factor of a small solve off the CPU (`scan_unroll`): a small game's
+#: iteration is a few dozen short kernels, and the loop's own per-trip work counts. H200,
+#: jax 0.11.2, CFR+ simultaneous, with the double-buffered loop of `cfrjax.xla_options`
+#: (`bench/loop_unroll.py`, `bench/results/loop_unroll_h200.jsonl`): Libratus endgame 4 in
+#: the public form 0.0442 -> 0.0365 ms/iter at 4 (8: 0.0393), the full-range river spot
+#: 0.0309 -> 0.0275; larger solves gain little and compile longer.
+SMALL_SOLVE_UNROLL = 4
+#: Regret entries (slots x hands x batch) up to which a solve counts as small.
+SMALL_SOLVE_ENTRIES = 2 ** 17
+
+
+def scan_unroll(state: SolverState) -> int:
+    """The unroll factor of `run_steps`' scan: `SMALL_SOLVE_UNROLL` for a small solve
+    traced for an accelerator, else 1 (on CPU the kernels, not the loop, are the cost, and
+    unrolling only lengthens the compile). The same iterations either way."""
+    if jax.default_backend() == "cpu" or math.prod(jnp.shape(state.regret)) > SMALL_SOLVE_ENTRIES:
+        return 1
+    return SMALL_SOLVE_UNROLL
+
+
 def run_steps(game, state: SolverState, iterations: int) -> SolverState:
-    """`iterations` applications of `step` as one `lax.scan` (traceable; `iterations` static)."""
+    """`iterations` applications of `step` as one `lax.scan` (traceable; `iterations`
+    static; unrolled by `scan_unroll`)."""
     if iterations == 0:
         return state
-    state, _ = jax.lax.scan(lambda s, _: (step(game, s), None), state, None, length=iterations)
+    unroll = min(scan_unroll(state), iterations)
+    state, _ = jax.lax.scan(lambda s, _: (step(game, s), None), state, None, length=iterations, unroll=unroll)
     return state
 
 

@@ -3,6 +3,7 @@ the averaging horizon, evaluation traces, and the paper's float32 convergence an
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
@@ -66,6 +67,23 @@ def test_scan_equals_steps_on_leduc_float32():
     for _ in range(20):
         stepped = jitted(game, stepped)
     chex.assert_trees_all_equal(cfrjax.solve(game, state, 20), stepped)
+
+
+def test_unrolled_scan_equals_plain_and_only_small_solves_off_cpu_unroll(kuhn, monkeypatch):
+    """`run_steps` unrolls a small solve's scan off the CPU (`driver.scan_unroll`): the
+    unrolled scan gives the plain one's state bit for bit (forced here on the CPU), and
+    only small solves traced for an accelerator unroll."""
+    from cfrjax import driver
+    state = cfrjax.init(kuhn, rule="pcfr+", order="alternating")
+    plain = cfrjax.solve(kuhn, state, 23)
+    monkeypatch.setattr(driver, "scan_unroll", lambda s: driver.SMALL_SOLVE_UNROLL)
+    jax.clear_caches()
+    chex.assert_trees_all_equal(cfrjax.solve(kuhn, state, 23), plain)
+    monkeypatch.undo()
+    big = dataclasses.replace(state, regret=jnp.zeros((driver.SMALL_SOLVE_ENTRIES + 1,)))
+    assert driver.scan_unroll(state) == 1                                   # the CPU
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert driver.scan_unroll(state) == driver.SMALL_SOLVE_UNROLL and driver.scan_unroll(big) == 1
 
 
 def test_step_does_not_retrace(kuhn):
