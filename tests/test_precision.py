@@ -72,21 +72,27 @@ def _float32_runs(names):
     return proc, out
 
 
-# One float32 process per case, in the background from the start of the session
-# (tests/background.py). Default suite: Leduc and the public river spot; Liar's Dice and
-# the tabular river are slow cases.
-BACKGROUND = {f"float32_{c[0]}": functools.partial(_float32_runs, (c[0],)) for c in CASES}
+# The float32 runs, in the background from the start of the session (tests/background.py):
+# the default suite's cases (Leduc and the public river spot) in one process, each slow
+# case (Liar's Dice, the tabular river) in its own.
 FAST = ("leduc", "river_public")
 
 
+def _job(name):
+    return "float32_fast" if name in FAST else f"float32_{name}"
+
+
+BACKGROUND = {_job(c[0]): functools.partial(_float32_runs, FAST if c[0] in FAST else (c[0],)) for c in CASES}
+
+
 def _float32_result(name):
-    proc, out = background.result(__name__, f"float32_{name}")
+    proc, out = background.result(__name__, _job(name))
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1]), out
 
 
 @pytest.mark.parametrize("case", cases(CASES, FAST, key=lambda c: c[0],
-                                       marks=lambda c: [pytest.mark.background(f"float32_{c[0]}")]),
+                                       marks=lambda c: [pytest.mark.background(_job(c[0]))]),
                          ids=[c[0] for c in CASES])
 def test_float32_solve_reports_float64_numbers(case):
     name, source, kw, pot, _, exact = case

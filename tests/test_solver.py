@@ -75,11 +75,10 @@ def test_unrolled_scan_equals_plain_and_only_small_solves_off_cpu_unroll(kuhn, m
     only small solves traced for an accelerator unroll."""
     from cfrjax import driver
     state = cfrjax.init(kuhn, rule="pcfr+", order="alternating")
-    plain = cfrjax.solve(kuhn, state, 23)
     monkeypatch.setattr(driver, "scan_unroll", lambda s: driver.SMALL_SOLVE_UNROLL)
-    jax.clear_caches()
-    chex.assert_trees_all_equal(cfrjax.solve(kuhn, state, 23), plain)
+    unrolled = jax.jit(lambda g, s: driver.run_steps(g, s, 23))(kuhn, state)   # traced under the patch
     monkeypatch.undo()
+    chex.assert_trees_all_equal(unrolled, jax.jit(lambda g, s: driver.run_steps(g, s, 23))(kuhn, state))
     big = dataclasses.replace(state, regret=jnp.zeros((driver.SMALL_SOLVE_ENTRIES + 1,)))
     assert driver.scan_unroll(state) == 1                                   # the CPU
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
