@@ -41,6 +41,9 @@ def _worker(root: str, source: str, iterations: int, repeats: int, rule: str = "
     import jax
     import cfrjax
 
+    sys.path.insert(1, os.path.dirname(os.path.abspath(__file__)))   # after `root`: its cfrjax is timed
+    from common import wall_times
+
     t0 = time.perf_counter()
     if source.startswith("spots:"):
         return _spots_worker(source, iterations, repeats, rule, order)
@@ -56,11 +59,7 @@ def _worker(root: str, source: str, iterations: int, repeats: int, rule: str = "
     run.lower(game, state).compile()
     compile_s = time.perf_counter() - t0
     jax.block_until_ready(run(game, state))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(run(game, state))
-        times.append(time.perf_counter() - t0)
+    times = wall_times(lambda: run(game, state), repeats)
     return dict(cfrjax_file=cfrjax.__file__, state_fields=sorted(vars(state)), nodes=int(game.num_nodes), build_s=build_s, compile_s=compile_s,
                 ms_per_iter=1e3 * statistics.median(times) / iterations, ms_per_iter_min=1e3 * min(times) / iterations,
                 iterations=iterations, repeats=repeats, device=str(jax.devices()[0].device_kind),
@@ -78,6 +77,7 @@ def _spots_worker(source: str, iterations: int, repeats: int, rule: str, order: 
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from boards import batch_games, random_spots
+    from common import wall_times
 
     _, B, group = source.split(":")
     B = int(B)
@@ -90,11 +90,7 @@ def _spots_worker(source: str, iterations: int, repeats: int, rule: str, order: 
     t0 = time.perf_counter()
     jax.block_until_ready(solve_batch(games, states, iterations))
     compile_s = time.perf_counter() - t0                                   # compile + one solve
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(solve_batch(games, states, iterations))
-        times.append(time.perf_counter() - t0)
+    times = wall_times(lambda: solve_batch(games, states, iterations), repeats)
     med = statistics.median(times)
     return dict(cfrjax_file=cfrjax.__file__, spots=B, group=int(group), compile_s=compile_s,
                 ms_per_iter=1e3 * med / iterations, ms_per_iter_min=1e3 * min(times) / iterations,

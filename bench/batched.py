@@ -45,6 +45,7 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
+import functools  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -56,7 +57,7 @@ import numpy as np  # noqa: E402
 
 import cfrjax  # noqa: E402
 from cfrjax.memory import MemoryPlanError, check_fits, executable_memory, plan_from_sizes  # noqa: E402
-from common import append_records, environment, peak_memory_bytes  # noqa: E402
+from common import append_records, environment, peak_memory_bytes, wall_times  # noqa: E402
 from suite import build_spec, is_poker, load_suite, select  # noqa: E402
 
 CONFIG = dict(rule="cfr+", order="simultaneous", averaging="linear", dtype="float32")
@@ -80,11 +81,7 @@ def copy_bandwidth(mib: int, repeats: int = 10) -> dict:
     x = jnp.ones((n,), jnp.float32)
     f = jax.jit(lambda v: v * 1.0001)
     jax.block_until_ready(f(x))
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(f(x))
-        times.append(time.perf_counter() - t0)
+    times = wall_times(functools.partial(f, x), repeats)
     del x
     t = statistics.median(times)
     return dict(copy_bytes=2 * n * 4, copy_s=t, copy_gbs=2 * n * 4 / t / 1e9, copy_gbs_max=2 * n * 4 / min(times) / 1e9)
@@ -133,11 +130,7 @@ def run_batch(game, entry, batch, iterations, repeats, layout="last"):
     compile_s = time.perf_counter() - t0
     xla = {f"xla_{k}": v for k, v in executable_memory(compiled).items()}
     jax.block_until_ready(compiled(games, states))
-    times = []
-    for _ in range(repeats):
-        t1 = time.perf_counter()
-        jax.block_until_ready(compiled(games, states))
-        times.append(time.perf_counter() - t1)
+    times = wall_times(lambda: compiled(games, states), repeats)
     t = statistics.median(times)
     return dict(layout=layout, **xla, compile_s=compile_s, call_s=t, call_s_min=min(times), call_s_max=max(times),
                 ms_per_iter=1e3 * t / iterations, subgame_iters_per_s=batch * iterations / t,

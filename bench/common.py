@@ -17,7 +17,6 @@ import time
 import jax
 
 import cfrjax
-from cfrjax.driver import _solve
 
 
 def code_commit() -> str | None:
@@ -89,6 +88,16 @@ class CpuMeter:
         return dict(cpu_per_wall=self.own / self.wall, others_cpu_per_wall=others)
 
 
+def wall_times(call, repeats: int) -> list[float]:
+    """Wall seconds of `repeats` calls of `call()`, each closed by `block_until_ready`."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(call())
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def time_solve(game, state, iterations: int, repeats: int = 5) -> dict:
     """Compile time, first-solve time and steady ms/iter of `solve(game, state, iterations)`.
 
@@ -96,6 +105,8 @@ def time_solve(game, state, iterations: int, repeats: int = 5) -> dict:
     1.0 when one core works, up to the number of cores in use), `others_cpu_per_wall` the
     cores other processes kept busy meanwhile (`CpuMeter`).
     """
+    from cfrjax.driver import _solve   # here: `ab_commits.py` imports this module beside any commit's cfrjax
+
     t0 = time.perf_counter()
     _solve.lower(game, state, iterations, None).compile()
     compile_s = time.perf_counter() - t0

@@ -183,6 +183,7 @@ def child_cfrjax(job: dict) -> list[dict]:
     """cfrjax on one game and form, each configuration of `job["configs"]` (one record each)."""
     import jax
     import cfrjax
+    from common import peak_memory_bytes
     from cpu_liteefg import get_spec
     from suite import load_suite, select
     g = GAMES[job["game"]]
@@ -215,7 +216,6 @@ def child_cfrjax(job: dict) -> list[dict]:
         curve_s = time.perf_counter() - t0
         points = [[int(t), int(t) * s_it, float(x), int(t) * c_it] for t, x in zip(trace.iteration,
                                                                                    trace.exploitability)]
-        stats = dev.memory_stats() if dev.platform != "cpu" else None
         rec = dict(backend="cfrjax", config=cfg, form=cfrjax.form_name(game), rule=rule, order=order,
                    averaging=averaging if rule != "dcfr" else "its own (t^gamma, gamma 2)",
                    precision="float32 iterations, float64 evaluation",
@@ -224,7 +224,7 @@ def child_cfrjax(job: dict) -> list[dict]:
                    versions=dict(jax=jax.__version__), build_s=build_s, compile_and_first_call_s=first_s,
                    curve_run_s=curve_s, timing_iterations=M, timing_repeats=3,
                    final_value=float(trace.value[-1]),
-                   peak_device_bytes=(stats or {}).get("peak_bytes_in_use"),
+                   peak_device_bytes=peak_memory_bytes(),
                    wall_to_first_target_s=build_s + first_s + next(
                        (p[1] for p in points if p[2] <= job["thresholds"][0]), float("nan")),
                    ms_per_iter_timed=[1e3 * w / M for w in wall], cpu_ms_per_iter_timed=[1e3 * c / M for c in cpu],

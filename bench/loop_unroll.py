@@ -38,7 +38,7 @@ def _one(spot: str, unrolls: list[int], rules_orders: list[tuple[str, str]], rep
     import jax
     import jax.numpy as jnp
     import cfrjax
-    from common import environment
+    from common import environment, wall_times
 
     game = cfrjax.load_game(spot, form="public")
     n = iterations or ITERATIONS.get(spot, 200)
@@ -61,11 +61,7 @@ def _one(spot: str, unrolls: list[int], rules_orders: list[tuple[str, str]], rep
             c = f.lower(st).compile()
             compile_s = time.perf_counter() - t0
             jax.block_until_ready(c(st))
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                jax.block_until_ready(c(st))
-                times.append(time.perf_counter() - t0)
+            times = wall_times(lambda: c(st), repeats)
             rec = dict(bench="loop_unroll", game=spot, form="public", rule=rule, order=order, dtype="float32",
                        unroll=u, batch=batch, iterations=n, repeats=repeats, compile_s=compile_s,
                        compiler_options={k: str(v) for k, v in opts.items()},

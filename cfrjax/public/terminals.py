@@ -267,16 +267,18 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     C, M = board["sd_card_sorted"].shape[:2]
     R = H + 1 + C * (M + 1)                                                  # table rows per subgame
 
-    def rows_of(t, n, stride):
-        """Subgame-major `[nb, n]` flat row indices of table `t` (`[n, nb]` batch-last);
-        with `stride == H` a padded entry (`H`) is the zero row `nb H`."""
+    def rows_of(t, n, stride, padded=False):
+        """Subgame-major `[nb, n]` flat row indices of table `t` (`[n, nb]` batch-last),
+        `stride` rows per subgame; in a `padded` table (card lists) an entry `H` is the
+        zero row `nb H`."""
         t = jnp.moveaxis(t.reshape(n, nb), -1, 0)
         rows = t + stride * jnp.arange(nb, dtype=t.dtype)[:, None]
-        return jax.lax.optimization_barrier(jnp.where(t == H, nb * H, rows) if stride == H else rows)
+        return jax.lax.optimization_barrier(jnp.where(t == H, nb * H, rows) if padded else rows)
     xt = jax.lax.optimization_barrier(jnp.moveaxis(x, -1, 0))                # [nb, H, Q]
     flat = jnp.concatenate([xt.reshape(nb * H, Q), jnp.zeros((1, Q), x.dtype)])
     gathered = jax.lax.optimization_barrier(flat[rows_of(board["sd_sorted"], H, H)])   # [nb, H, Q]
-    cards = jax.lax.optimization_barrier(flat[rows_of(board["sd_card_sorted"], C * M, H)]).reshape(nb, C, M, Q)
+    cards = jax.lax.optimization_barrier(flat[rows_of(board["sd_card_sorted"], C * M, H, padded=True)])
+    cards = cards.reshape(nb, C, M, Q)
     prefix = exclusive_prefix(gathered, cpu, axis=1)                         # [nb, H + 1, Q]
     cprefix = exclusive_prefix(cards, cpu, axis=2)                           # [nb, C, M + 1, Q]
     g = prefix - 0.5 * prefix[:, -1:]
