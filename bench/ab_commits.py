@@ -15,7 +15,8 @@ Game sources: a saved `.npz` (compile OpenSpiel games on a machine that has Open
 with `cfrjax.save_game`), a poker `.toml`, `libratus:PATH` (built in the worker), or
 `spots:B:G`: B full-range river spots of `cfrjax datagen`'s tree group G, a random board
 and random ranges per spot, solved in one `solve_batch` (`bench/boards.py`).
-`--rule` / `--order` set the rule (default CFR+ simultaneous). A game's solve is timed
+`--rule` / `--order` set the rule (default CFR+ simultaneous). `--xla-flags LABEL=FLAGS`
+adds XLA flags to one label's workers: two labels on one root A/B a compiler flag. A game's solve is timed
 inside a jit of the worker's (any commit's `solve` runs there; cfrjax's own compiler
 options, `cfrjax.xla_options`, do not apply), a `spots:` batch through `solve_batch`
 called directly, as a user calls it (its options apply; `compile_s` is then compile and
@@ -99,6 +100,14 @@ def _spots_worker(source: str, iterations: int, repeats: int, rule: str, order: 
                 jax=jax.__version__)
 
 
+def _env(xla_flags: str | None) -> dict:
+    """The workers' environment: this one's, with `xla_flags` appended to `XLA_FLAGS`."""
+    env = dict(os.environ)
+    if xla_flags:
+        env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {xla_flags}".strip()
+    return env
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", action="append", required=True, metavar="LABEL=DIR")
@@ -109,6 +118,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=2, help="alternations A, B per game")
     p.add_argument("--rule", default="cfr+")
     p.add_argument("--order", default="simultaneous")
+    p.add_argument("--xla-flags", action="append", default=[], metavar="LABEL=FLAGS",
+                   help="XLA_FLAGS for one checkout label's workers (an A/B of compiler flags: two labels, one root)")
     p.add_argument("--out", default=None)
     p.add_argument("--worker", nargs=4, metavar=("ROOT", "SOURCE", "ITERATIONS", "REPEATS"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -117,6 +128,7 @@ def main(argv=None) -> int:
         print(json.dumps(_worker(root, source, int(it), int(rep), args.rule, args.order)))
         return 0
     roots = [r.split("=", 1) for r in args.root]
+    flags = dict(f.split("=", 1) for f in args.xla_flags)
     records = []
     for spec in args.game:
         name, source = spec.split("=", 1)
@@ -126,12 +138,13 @@ def main(argv=None) -> int:
             for label, root in roots:
                 out = subprocess.run([sys.executable, __file__, "--root", "x=x", "--game", "x=x", "--worker", root,
                                       source, str(iterations), str(args.repeats), "--rule", args.rule, "--order", args.order],
-                                 capture_output=True, text=True)
+                                 capture_output=True, text=True, env=_env(flags.get(label)))
                 if out.returncode != 0:
                     print(f"{name} {label}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
                     continue
                 rec = dict(json.loads(out.stdout.strip().splitlines()[-1]), game=name, checkout=label, round=rnd,
-                           rule=args.rule, order=args.order, dtype="float32", bench="ab_commits")
+                           rule=args.rule, order=args.order, dtype="float32", bench="ab_commits",
+                           xla_flags=_env(flags.get(label)).get("XLA_FLAGS", ""))
                 records.append(rec)
                 print(f"{name:16s} {label:8s} round {rnd}: {rec['ms_per_iter']:.4f} ms/iter "
                       f"(compile {rec['compile_s']:.1f} s)", flush=True)

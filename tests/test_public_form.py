@@ -415,6 +415,29 @@ def test_sorted_dense_and_lowerings_agree(case):
     np.testing.assert_allclose(yd, ys, rtol=0, atol=1e-15)
 
 
+def test_dense_float32_product_is_exact_split():
+    """Float32 dense terminals: the reach splits into three bfloat16 parts summing to it
+    exactly (two would drop its last 8 bits), and the bfloat16 matmul of the stored
+    matrix (-1, 0, 1, exact in bfloat16) by them is a float32-accurate product."""
+    from cfrjax.public import terminals
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((1081, 7)) * np.exp(rng.uniform(-30, 5, (1081, 7)))).astype(np.float32)
+    x[::13] = 0.0
+    parts = terminals.bfloat16_parts(jnp.asarray(x))
+    assert all(p.dtype == jnp.bfloat16 for p in parts)
+    np.testing.assert_array_equal(sum(np.asarray(p, np.float64) for p in parts), x.astype(np.float64))
+    assert not np.array_equal(sum(np.asarray(p, np.float64) for p in parts[:2]), x.astype(np.float64))
+    m = rng.integers(-1, 2, (1081, 1081)).astype(np.float32)
+    exact = m.astype(np.float64) @ x.astype(np.float64)
+    scale = np.abs(m).astype(np.float64) @ np.abs(x).astype(np.float64)
+    got = terminals.dense_apply(jnp.asarray(m, terminals.DENSE_DTYPE), jnp.asarray(x))
+    assert got.dtype == jnp.float32
+    assert np.max(np.abs(np.asarray(got, np.float64) - exact) / scale) < 1e-6
+    if jax.config.jax_enable_x64:   # float64 (the evaluation): the matrix cast exactly, full precision
+        got64 = terminals.dense_apply(jnp.asarray(m, terminals.DENSE_DTYPE), jnp.asarray(x, jnp.float64))
+        np.testing.assert_allclose(got64, exact, rtol=1e-13, atol=1e-13 * scale.max())
+
+
 def test_set_ranges_equals_fresh_build_without_retrace():
     base = hunl_river()
     g = build_public(base)

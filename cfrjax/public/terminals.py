@@ -24,7 +24,11 @@ Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a t
   board (one matmul for all of a board's showdowns; the boards `vmap`ped into one
   batched matmul on accelerators) and `C = compat r` (one matmul). O(H^2) per terminal
   but one large kernel: it wins where launches dominate (one spot on a GPU); the sorted
-  form wins where memory traffic dominates (CPU, large batches, many boards).
+  form wins where memory traffic dominates (CPU, large batches, many boards). The
+  matrices hold -1, 0 and 1 only, stored exactly in bfloat16 (`dense_apply`: in float32
+  the reach is split into three bfloat16 parts that sum to it exactly, so the product is
+  one bfloat16 matmul with float32 accumulation, every product exact: half the matrix
+  bytes of float32, on tensor cores).
   `PublicGame.terminals` picks (`"auto"`: sorted on CPU, dense elsewhere when the
   matrices were built: `build_public` builds them below a size limit and not for a CPU
   backend).
@@ -146,7 +150,11 @@ def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
     return out
 
 
-def dense_tables(strength: np.ndarray, hand_cards: np.ndarray, live: np.ndarray, dtype) -> tuple:
+#: The dense matrices' storage dtype: their entries (-1, 0, 1) are exact in it.
+DENSE_DTYPE = jnp.bfloat16
+
+
+def dense_tables(strength: np.ndarray, hand_cards: np.ndarray, live: np.ndarray, dtype=DENSE_DTYPE) -> tuple:
     """`(dense_showdown [B, H, H], dense_compat [H, H])` in `dtype`:
     `compat * sign(s_h - s_h') * live_b[h] * live_b[h']` per board, and `compat`."""
     compat = compat_matrix(hand_cards)
@@ -318,14 +326,41 @@ def dense_used(game, cpu: bool) -> bool:
     return game.terminals == "dense" or not cpu
 
 
+def dense_apply(m, x):
+    """`m @ x` for a dense terminal matrix `m [H, H]` (entries -1, 0, 1; `dense_tables`)
+    and `x [H, Q]`, in `x`'s dtype.
+
+    float32: `x = hi + mid + lo` exactly with three bfloat16 parts (each takes the next 8
+    significant bits of what is left; float32 has 24), so `m @ x` is one bfloat16 matmul
+    of `m` by `[hi, mid, lo]` (`[H, 3 Q]`) whose products are all exact, accumulated in
+    float32, and the three column blocks summed: float32's accuracy (a different
+    summation order) from half the matrix bytes, on tensor cores. Other dtypes (float64
+    evaluation): `m` cast to `x`'s dtype (exact) and a full-precision matmul."""
+    if x.dtype != jnp.float32:
+        return jnp.matmul(m.astype(x.dtype), x, precision=jax.lax.Precision.HIGHEST)
+    q = x.shape[-1]
+    out = jnp.matmul(m.astype(jnp.bfloat16), jnp.concatenate(bfloat16_parts(x), axis=-1),
+                     preferred_element_type=jnp.float32)
+    return (out[..., :q] + out[..., q:2 * q]) + out[..., 2 * q:]
+
+
+def bfloat16_parts(x):
+    """`(hi, mid, lo)`, bfloat16, with `hi + mid + lo == x` exactly for float32 `x` (each
+    part rounds what the previous ones left; a float32 difference of a number and its
+    rounding is exact)."""
+    hi = x.astype(jnp.bfloat16)
+    rest = x - hi.astype(jnp.float32)
+    mid = rest.astype(jnp.bfloat16)
+    return hi, mid, (rest - mid.astype(jnp.float32)).astype(jnp.bfloat16)
+
+
 def fold_compat(game, r, cpu: bool):
     """`r [F, L, H, *batch]` opponent reach at fold terminals -> `C [F, L, H, *batch]`
     (the compatible reach; a raked game's showdowns use it too)."""
     if r.shape[0] == 0:
         return r
     if dense_used(game, cpu):
-        hi = jax.lax.Precision.HIGHEST
-        return _rows(r, lambda x: jnp.matmul(game.dense_compat.astype(r.dtype), x, precision=hi))
+        return _rows(r, lambda x: dense_apply(game.dense_compat, x))
     return _rows(r, lambda x: compat_sums(_materialise(x) if cpu else x, game.hand_cards, game.card_hands))
 
 
@@ -337,8 +372,7 @@ def showdown_diff(game, board: dict, r, cpu: bool):
     if r.shape[0] == 0:
         return r
     if dense_used(game, cpu):
-        hi = jax.lax.Precision.HIGHEST
-        return _rows(r, lambda x: jnp.matmul(board["dense_showdown"].astype(r.dtype), x, precision=hi))
+        return _rows(r, lambda x: dense_apply(board["dense_showdown"], x))
     # On CPU the reach is written out first: fused into the gathers below, it would be
     # recomputed (the forward pass's path products) for every gathered row.
     return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu))

@@ -402,8 +402,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     tables = pt.showdown_tables(strength, hand_cards, card_hands)
     dense = None
     if terminals == "dense" or (terminals == "auto" and jax.default_backend() != "cpu"
-                                and pt.dense_bytes(B, H, fdt.itemsize) <= dense_limit_bytes):
-        dense = pt.dense_tables(strength, hand_cards, live, np.dtype(fdt.name))
+                                and pt.dense_bytes(B, H, np.dtype(pt.DENSE_DTYPE).itemsize) <= dense_limit_bytes):
+        dense = pt.dense_tables(strength, hand_cards, live)
 
     index_arrays = dict(
         trunk_parent=trunk.parent, trunk_child_start=trunk.child_start, trunk_owner=trunk.kind,
@@ -473,8 +473,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     leaves = {k: jnp.asarray(v, jnp.int32) for k, v in index_arrays.items()}
     leaves.update({k: jnp.asarray(v, fdt) for k, v in float_arrays.items()})
     if dense is not None:
-        leaves["dense_showdown"] = jnp.asarray(dense[0], fdt)
-        leaves["dense_compat"] = jnp.asarray(dense[1], fdt)
+        leaves["dense_showdown"] = jnp.asarray(dense[0])
+        leaves["dense_compat"] = jnp.asarray(dense[1])
     game = PublicGame(
         **leaves, weights=jnp.asarray(weights, fdt), norm=jnp.asarray(1.0, fdt),
         num_nodes=int(n1 + B * forest.size), num_slots=int(S), num_infosets=int(I), num_hands=int(H),
