@@ -57,6 +57,7 @@ import numpy as np  # noqa: E402
 
 import cfrjax  # noqa: E402
 from cfrjax.memory import MemoryPlanError, check_fits, executable_memory, plan_from_sizes  # noqa: E402
+from cfrjax.locking import drop_idle_locks  # noqa: E402
 from common import append_records, environment, peak_memory_bytes, wall_times  # noqa: E402
 from suite import build_spec, is_poker, load_suite, select  # noqa: E402
 
@@ -120,7 +121,8 @@ def run_batch(game, entry, batch, iterations, repeats, layout="last"):
     games, axes, fields = make_batch(game, entry, batch)
     state = cfrjax.init(game, **CONFIG)
     states = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape).copy(), state)
-    if layout == "last":
+    if layout == "last":   # as `solve_batch` runs it (no lock: none read)
+        states = drop_idle_locks(states)[0]
         lowered = cfrjax.batch._solve_batch.lower(games, states, iterations, tuple(fields))
     else:
         f = jax.jit(jax.vmap(lambda g, s: _final_state(cfrjax.solve(g, s, iterations)), in_axes=(axes, 0)))

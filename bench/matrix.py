@@ -45,6 +45,7 @@ from cfrjax.compile import compile_arrays  # noqa: E402
 from cfrjax.game import from_numpy  # noqa: E402
 from cfrjax.memory import compiled_memory  # noqa: E402
 from cfrjax.profile import kernels_per_iteration  # noqa: E402
+from cfrjax.locking import drop_idle_locks  # noqa: E402
 from cfrjax.driver import _solve  # noqa: E402
 from common import append_records, environment, peak_memory_bytes  # noqa: E402
 from suite import build_spec, load_suite, select  # noqa: E402
@@ -53,6 +54,7 @@ CONFIG = dict(rule="cfr+", order="simultaneous", averaging="linear", dtype="floa
 
 
 def time_cfrjax(game, state, iterations: int, repeats: int) -> dict:
+    state = drop_idle_locks(state)[0]   # as `cfrjax.solve` runs it
     t0 = time.perf_counter()
     compiled = _solve.lower(game, state, iterations, None).compile()
     compile_s = time.perf_counter() - t0

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from cfrjax.driver import run_steps
+from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
 from cfrjax.state import SolverState, init
 from cfrjax import xla_options
@@ -173,4 +174,5 @@ def solve_batch(games, states: SolverState, iterations: int, batched_fields=None
     check_batch(games, states, fields)
     if check_memory:
         guard(games, states)
-    return _solve_batch(games, states, iterations, fields)
+    states, locks = drop_idle_locks(states)
+    return restore_locks(_solve_batch(games, states, iterations, fields), locks)

@@ -22,7 +22,8 @@ import numpy as np
 from cfrjax.best_response import exploitability_and_value, expected_values
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
 from cfrjax.forms import starting_pot
-from cfrjax.iteration import step
+from cfrjax.iteration import join_slots, split_slots, split_step
+from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
 from cfrjax.policy import average_policy
 from cfrjax.state import SolverState
@@ -77,12 +78,15 @@ def scan_unroll(state: SolverState) -> int:
 
 def run_steps(game, state: SolverState, iterations: int) -> SolverState:
     """`iterations` applications of `step` as one `lax.scan` (traceable; `iterations`
-    static; unrolled by `scan_unroll`)."""
+    static; unrolled by `scan_unroll`). The scan carries the slot arrays as the players'
+    halves under alternating order (`cfrjax.iteration.split_slots`): split once before,
+    joined once after."""
     if iterations == 0:
         return state
     unroll = min(scan_unroll(state), iterations)
-    state, _ = jax.lax.scan(lambda s, _: (step(game, s), None), state, None, length=iterations, unroll=unroll)
-    return state
+    carry, _ = jax.lax.scan(lambda s, _: (split_step(game, s), None), split_slots(game, state), None,
+                            length=iterations, unroll=unroll)
+    return join_slots(carry)
 
 
 def with_float_dtype(tree, dtype):
@@ -219,22 +223,24 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         if not isinstance(max_iterations, int) or max_iterations < eval_every:
             raise ValueError(f"max_iterations must be an int >= eval_every ({eval_every}), got {max_iterations!r}")
         target = float(target_exploitability)
+        state, locks = drop_idle_locks(state)
         with jax.enable_x64(True):  # the evaluation (only) runs in float64
             state, k, trace = _solve_to_target(game, state, jnp.asarray(target, jnp.float64),
                                                eval_every, max_iterations // eval_every)
             k = int(k)
-            return state, _host(trace, k, starting_pot(game))
+            return restore_locks(state, locks), _host(trace, k, starting_pot(game))
     if iterations is None:
         raise ValueError("iterations is required unless target_exploitability and max_iterations are given")
     if not isinstance(iterations, int) or iterations < 0:
         raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every <= 0):
         raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
+    state, locks = drop_idle_locks(state)
     if eval_every is None:
-        return _solve(game, state, iterations, None)[0]
+        return restore_locks(_solve(game, state, iterations, None)[0], locks)
     with jax.enable_x64(True):  # the evaluation (only) runs in float64
         state, trace = _solve(game, state, iterations, eval_every)
-        return state, _host(trace, None, starting_pot(game))
+        return restore_locks(state, locks), _host(trace, None, starting_pot(game))
 
 
 def _host(trace: Trace, k: int | None = None, pot: float | None = None) -> Trace:
@@ -328,8 +334,9 @@ class SolveChunks:
         ahead of time; returns the seconds it took."""
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
+        state = drop_idle_locks(self.state)[0]   # the executable `solve` runs
         for size in sizes:
-            _solve.lower(self.game, self.state, size, None).compile()
+            _solve.lower(self.game, state, size, None).compile()
         with jax.enable_x64(True):
             _evaluate_jit.lower(self.game, self.state).compile()
         return time.perf_counter() - t0

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 
 from cfrjax import passes, rules
@@ -90,37 +91,90 @@ def _average(cfg, avg, comp, y, b_t, w_new):
     return running_mean_update(avg, y, b_t, w_new), comp
 
 
+#: The state's slot arrays; under alternating order the iteration holds each as the pair
+#: of its players' halves (`split_slots`).
+SLOT_FIELDS = ("regret", "avg", "avg_comp", "prediction")
+
+
+def split_slots(game, state: SolverState) -> SolverState:
+    """Under alternating order, `state` with each slot array (`SLOT_FIELDS`) as the pair
+    `(player 0's slots, player 1's slots)`; as it is under simultaneous order.
+
+    Each half-iteration then writes its own player's half only: whole arrays would be
+    rebuilt by a concatenation of the new half and the old one twice per iteration (a
+    full-size copy of the regrets, the average and its compensation per half, a third of
+    the memory traffic of a batch of river spots). `run_steps` splits once around its scan.
+    """
+    if state.config.order != "alternating":
+        return state
+    k = game.slot_split
+    return dataclasses.replace(state, **{f: (getattr(state, f)[:k], getattr(state, f)[k:]) for f in SLOT_FIELDS})
+
+
+def join_slots(state: SolverState) -> SolverState:
+    """The inverse of `split_slots`."""
+    if not isinstance(state.regret, tuple):
+        return state
+    return dataclasses.replace(state, **{f: jnp.concatenate(getattr(state, f)) for f in SLOT_FIELDS})
+
+
 def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t):
     """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, avg_comp,
-    prediction, leaf). `leaf`: a stateful leaf function's state (`SolverState.leaf`), or
-    `None`; the form's pass updates it with this (half-)iteration's averaging coefficient."""
+    prediction, leaf). The slot arrays are whole (`player` None) or pairs of halves
+    (`split_slots`), of which `player`'s is replaced. `leaf`: a stateful leaf function's
+    state (`SolverState.leaf`), or `None`; the form's pass updates it with this
+    (half-)iteration's averaging coefficient."""
     cfg = state.config
     form = form_of(game)
-    seen = regret
+    whole = (lambda a: jnp.concatenate(a)) if player is not None else (lambda a: a)   # noqa: E731
+    seen = whole(regret)
     if player == 1 and cfg.rule in rules.PREDICTIVE:
         # Player 0 already finished iteration t: it plays with its pending discount (for
         # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
-        seen = jnp.concatenate([rules.discount(cfg, regret[:game.slot_split], t), regret[game.slot_split:]])
-    sigma = passes.regret_matching(game, rules.strategy_regret(cfg, seen, pred))
-    sigma = jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)  # node locking
+        seen = jnp.concatenate([rules.discount(cfg, regret[0], t), regret[1]])
+    sigma = passes.regret_matching(game, rules.strategy_regret(cfg, seen, whole(pred)))
+    if state.locked is not None:   # node locking (`None`: nothing locked, `cfrjax.locking.drop_idle_locks`)
+        sigma = jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)
     sigma_ext = passes.extend(sigma)
-    slo, shi = passes.slot_range(game, player)
+    own = (lambda a: a[player]) if player is not None else (lambda a: a)   # noqa: E731
     extra = {} if leaf is None else {"leaf": (leaf, mean_coefficient(b_t, w_new))}
-    base = rules.update_discount(cfg, regret[slo:shi], t)
+    base = rules.update_discount(cfg, own(regret), t)
     if cfg.rule in rules.PREDICTIVE:
-        inst, y, *out = form.regret_pass(game, sigma_ext, jnp.zeros_like(regret[slo:shi]), player, **extra)
+        inst, y, *out = form.regret_pass(game, sigma_ext, jnp.zeros_like(base), player, **extra)
         new_regret = rules.after_update(cfg, base + inst)
-        pred = jnp.concatenate([pred[:slo], inst, pred[shi:]])
+        new_pred = inst
     else:  # the form adds this iteration's regrets into the cumulative ones (OpenSpiel's rounding)
         acc, y, *out = form.regret_pass(game, sigma_ext, base, player, **extra)
         new_regret = rules.after_update(cfg, acc)
+        new_pred = own(pred)
     if cfg.rule in rules.UNWEIGHTED_AVERAGE:
+        slo, shi = passes.slot_range(game, player)
         y = sigma[slo:shi]
-    new_avg, new_comp = _average(cfg, avg[slo:shi], comp[slo:shi], y, b_t, w_new)
-    regret = jnp.concatenate([regret[:slo], new_regret, regret[shi:]])
-    avg = jnp.concatenate([avg[:slo], new_avg, avg[shi:]])
-    comp = jnp.concatenate([comp[:slo], new_comp, comp[shi:]])
-    return regret, avg, comp, pred, (out[0] if out else leaf)
+    new_avg, new_comp = _average(cfg, own(avg), own(comp), y, b_t, w_new)
+
+    def put(a, new):
+        return new if player is None else tuple(new if i == player else x for i, x in enumerate(a))
+    return (put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), put(pred, new_pred),
+            (out[0] if out else leaf))
+
+
+def split_step(game, state: SolverState) -> SolverState:
+    """`step` on a state whose slot arrays are split (`split_slots`); returns it split.
+    The body of `cfrjax.driver.run_steps`' scan."""
+    cfg = state.config
+    dt = jnp.dtype(cfg.dtype)
+    t_int = state.iteration + 1
+    t = t_int.astype(dt)
+    a_t, b_t = rules.average_step(cfg, t)
+    w_new = a_t * state.avg_weight + b_t
+    t_prev = state.iteration.astype(dt)
+    regret = jax.tree.map(lambda r: rules.discount(cfg, r, t_prev), state.regret)
+    avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf
+    players = (None,) if cfg.order == "simultaneous" else (0, 1)
+    for p in players:
+        regret, avg, comp, pred, leaf = _half(game, state, regret, avg, comp, pred, leaf, b_t, w_new, p, t)
+    return dataclasses.replace(state, regret=regret, avg=avg, avg_comp=comp, avg_weight=w_new, iteration=t_int,
+                               prediction=pred, leaf=leaf)
 
 
 def step(game, state: SolverState) -> SolverState:
@@ -134,16 +188,4 @@ def step(game, state: SolverState) -> SolverState:
     Returns:
       The state after iteration `state.iteration + 1`.
     """
-    cfg = state.config
-    dt = jnp.dtype(cfg.dtype)
-    t_int = state.iteration + 1
-    t = t_int.astype(dt)
-    a_t, b_t = rules.average_step(cfg, t)
-    w_new = a_t * state.avg_weight + b_t
-    regret = rules.discount(cfg, state.regret, state.iteration.astype(dt))
-    avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf
-    players = (None,) if cfg.order == "simultaneous" else (0, 1)
-    for p in players:
-        regret, avg, comp, pred, leaf = _half(game, state, regret, avg, comp, pred, leaf, b_t, w_new, p, t)
-    return dataclasses.replace(state, regret=regret, avg=avg, avg_comp=comp, avg_weight=w_new, iteration=t_int,
-                               prediction=pred, leaf=leaf)
+    return join_slots(split_step(game, split_slots(game, state)))

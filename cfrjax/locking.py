@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Sequence
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -69,3 +70,24 @@ def unlock(game, state: SolverState, keys: Sequence[str] | None = None) -> Solve
         for key in keys:
             mask[_index(game, key, "unlock")] = False
     return dataclasses.replace(state, locked=jnp.asarray(mask))
+
+
+def drop_idle_locks(state: SolverState) -> tuple[SolverState, tuple]:
+    """`(state with locked = locked_policy = None, the two arrays)` when nothing is locked,
+    else `(state, None)`; `restore_locks` puts them back.
+
+    For the solve entry points (`cfrjax.solve`, `solve_batch`), outside any trace: with
+    no lock, regret matching need not read two more slot-sized arrays every
+    half-iteration (`cfrjax.iteration` skips the override when they are `None`). A state
+    inside a trace (a jit of the caller's) keeps them: its values are unknown."""
+    locked = state.locked
+    if locked is None or isinstance(locked, jax.core.Tracer) or bool(jnp.any(locked)):
+        return state, None
+    return dataclasses.replace(state, locked=None, locked_policy=None), (locked, state.locked_policy)
+
+
+def restore_locks(state: SolverState, dropped: tuple | None) -> SolverState:
+    """The inverse of `drop_idle_locks` on the solved state (a solve never changes them)."""
+    if dropped is None:
+        return state
+    return dataclasses.replace(state, locked=dropped[0], locked_policy=dropped[1])

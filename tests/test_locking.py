@@ -58,3 +58,28 @@ def test_locked_step_is_jittable(kuhn):
     a = jax.jit(cfrjax.step)(kuhn, state)
     b = cfrjax.solve(kuhn, state, 1)  # the scan's step (jit vs op-by-op: test_solver)
     np.testing.assert_array_equal(np.asarray(a.regret), np.asarray(b.regret))
+
+
+def test_solve_without_locks_skips_them_and_keeps_them(kuhn):
+    """With nothing locked `solve` and `solve_batch` drop the lock arrays from what they
+    compile (regret matching does not read them) and hand them back; the iterations are
+    those of the same solve with the arrays read (a solve inside a jit of the caller's,
+    whose state values are unknown, keeps them). A locked state keeps its locks."""
+    from cfrjax import locking
+    state = cfrjax.init(kuhn, order="alternating")
+    dropped, kept = locking.drop_idle_locks(state)
+    assert dropped.locked is None and dropped.locked_policy is None and kept[0] is state.locked
+    out = cfrjax.solve(kuhn, state, 30)
+    assert out.locked is state.locked and out.locked_policy is state.locked_policy
+    traced = jax.jit(lambda g, s: cfrjax.solve(g, s, 30))(kuhn, state)
+    for name in ("regret", "avg", "avg_comp"):
+        np.testing.assert_allclose(getattr(out, name), getattr(traced, name), rtol=1e-6, atol=1e-7)
+    from cfrjax.retarget import root_outcomes
+    lo, hi = root_outcomes(kuhn)
+    games = jax.vmap(cfrjax.set_root_chance, (None, 0), cfrjax.batch_axes(kuhn))(kuhn, np.full((2, hi - lo), 1 / (hi - lo)))
+    states = cfrjax.batch.init_batch(kuhn, 2, order="alternating")
+    batch = cfrjax.solve_batch(games, states, 30)
+    assert batch.locked is states.locked
+    np.testing.assert_allclose(batch.regret[1], out.regret, rtol=1e-5, atol=1e-6)
+    locked = cfrjax.lock(kuhn, state, {kuhn.labels.infoset_keys[0]: [1.0, 0.0]})
+    assert locking.drop_idle_locks(locked)[1] is None
