@@ -37,7 +37,10 @@ class SolverState:
         the last iteration's instantaneous regret; zeros (and unused) for other rules.
       locked: `[S]` bool, slots of information sets whose strategy is fixed (node
         locking, see `cfrjax.lock`); all False by default.
-      locked_policy: `[S]` the fixed strategy at locked slots (ignored elsewhere).
+      locked_policy: `[S]` the fixed strategy at locked slots (ignored elsewhere). Inside
+        `cfrjax.solve` / `solve_batch` both are `None` when nothing is locked
+        (`cfrjax.locking.drop_idle_locks`: regret matching skips them), and the returned
+        state has them back.
       leaf: the state of a depth-limited game's stateful leaf function (a pytree its
         `LeafFunction.init` made and its `update` carries across iterations, e.g. the
         `exact` leaf's warm-started leaf solves and their reach-weighted average:
