@@ -195,3 +195,25 @@ def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
     one = np.stack([pt._showdown_sorted_hm({k: jnp.asarray(tables[k][i, 0]) for k in board}, x[..., i], False)
                     for i in range(nb)], -1)
     assert np.array_equal(first, last) and np.array_equal(first, one)
+
+
+def test_showdown_kernels_equal_the_xla_form(monkeypatch):
+    """The Pallas showdown kernels (GPU; here in Pallas's interpreter) give the XLA
+    batch-first form's values to float32 rounding, on padded card lists."""
+    from cfrjax.public import showdown_kernel
+    tables = _padded_tables(3, 7)
+    nb, _, H = tables["sd_sorted"].shape
+    board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
+    x = jnp.asarray(np.random.default_rng(4).random((H, 5, nb)), jnp.float32)
+    monkeypatch.setattr(pt, "BATCH_FIRST_MIN_SUBGAMES", 0)
+    assert not showdown_kernel.used(x)          # off the GPU: XLA
+    xla = np.asarray(jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x))
+    monkeypatch.setattr(showdown_kernel, "INTERPRET", True)
+    kernel = np.asarray(jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x))
+    exact = np.stack([pt._showdown_sorted_hm({k: jnp.asarray(tables[k][i, 0]) for k in board},
+                                             jnp.asarray(x[..., i], jnp.float64), False) for i in range(nb)], -1) \
+        if jax.config.jax_enable_x64 else xla
+    scale = float(np.abs(np.asarray(x)).sum(axis=0).max())
+    np.testing.assert_allclose(kernel, exact, rtol=0, atol=1e-6 * scale)
+    np.testing.assert_allclose(kernel, xla, rtol=0, atol=1e-6 * scale)
+    assert not np.array_equal(kernel, np.zeros_like(kernel))

@@ -55,6 +55,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax.public import showdown_kernel
+
 NUM_CARDS = 52
 
 # ----------------------------------------------------------------------------------------
@@ -273,6 +275,11 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     The same additions in the same order as the batch-last form (bit for bit)."""
     H, Q, nb = x.shape
     C, M = board["sd_card_sorted"].shape[:2]
+    if showdown_kernel.used(x):   # the same table, by two Pallas kernels (GPU)
+        first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)      # noqa: E731
+        out = showdown_kernel.showdown(jnp.moveaxis(x, -1, 0), first(board["sd_sorted"], H),
+                                       first(board["sd_card_sorted"], C, M), first(board["sd_index"], H, 6))
+        return jax.lax.optimization_barrier(jnp.moveaxis(out, 0, -1).reshape(-1)).reshape(H, Q, nb)
     R = H + 1 + C * (M + 1)                                                  # table rows per subgame
 
     def rows_of(t, n, stride, padded=False):
