@@ -167,11 +167,11 @@ def test_set_boards_refuses_what_it_cannot_batch():
         pb.river_hands(np.array([[0, 0, 1, 2, 3]]))
 
 
-def _padded_tables(nb: int, seed: int) -> dict:
+def _padded_tables(nb: int, seed: int, combos: int = 300) -> dict:
     """Board-major sorted-showdown tables of `nb` random strength orders over a partial
-    hand list (300 combos), whose card lists are padded (the river's full lists are not)."""
+    hand list (`combos` combos), whose card lists are padded (the river's full lists are not)."""
     rng = np.random.default_rng(seed)
-    hand_cards = np.asarray(COMBOS)[np.sort(rng.choice(len(COMBOS), 300, replace=False))]
+    hand_cards = np.asarray(COMBOS)[np.sort(rng.choice(len(COMBOS), combos, replace=False))]
     card_hands = pt.card_table(hand_cards)
     assert (card_hands == len(hand_cards)).any()
     t = pt.showdown_tables(rng.integers(0, 40, (nb, len(hand_cards))), hand_cards, card_hands)
@@ -201,7 +201,7 @@ def test_showdown_kernels_equal_the_xla_form(monkeypatch):
     """The Pallas showdown kernels (GPU; here in Pallas's interpreter) give the XLA
     batch-first form's values to float32 rounding, on padded card lists."""
     from cfrjax.public import showdown_kernel
-    tables = _padded_tables(3, 7)
+    tables = _padded_tables(2, 7, combos=150)
     nb, _, H = tables["sd_sorted"].shape
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
     x = jnp.asarray(np.random.default_rng(4).random((H, 5, nb)), jnp.float32)
