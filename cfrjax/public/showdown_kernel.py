@@ -10,13 +10,13 @@ and after a barrier sums each hand's six table rows, while the table is still in
 L2 cache. Same formula and table layout as the XLA form (the module docstring of
 `cfrjax.public.terminals`); sums in another order (equal to rounding: tested in
 Pallas's interpreter on CPU, and against the XLA form on an H200). H200, DCFR
-alternating, 8,192 river spots: 8.02 -> 7.51 ms/iter (`bench/results/
-showdown_kernel_h200.jsonl`).
+alternating, 8,192 river spots: 7.96 -> 7.49 ms/iter (`bench/results/
+ab_showdown_kernel_h200.jsonl`), 7.29 with the block sizes below.
 
 Layouts (batch-first, one subgame per leading index): reach `x [nb, H, Q]`; tables
 `sorted [nb, H]`, `cards [nb, C, M]` (padding `H`), `index [nb, H, 6]`; the table in
-two parts, `g [nb, H + 1, Qp]` (the first `H + 1` rows) and `c [nb, C (M + 1), Qp]` (the
-rest), with `Qp` the power of two at or above `Q` (rows aligned to memory sectors).
+two parts, `g [nb, H + 1, Q]` (the first `H + 1` rows) and `c [nb, C (M + 1), Q]` (the
+rest). Blocks are padded to powers of two (`Qp` columns, masked).
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ import jax.numpy as jnp
 INTERPRET = False
 #: Warps per program (one subgame), cards per step of its card loop, hands per step of
 #: its gather-sum. H200, DCFR alternating, 8,192 river spots (`bench/results/
-#: showdown_kernel_h200.jsonl`): (8, 8, 512) 7.51 ms/iter; (8, 8, 256) 7.60, (4, 8, 256)
-#: 7.80, (2, 4, 128) 7.88, (16, 8, 256) 8.45, (4, 16, 512) 9.34.
-WARPS, CARD_BLOCK, PICK_BLOCK = 8, 8, 512
+#: showdown_kernel_h200.jsonl`): (4, 8, 512) 7.29 ms/iter; (8, 8, 512) 7.32, (4, 8, 256)
+#: 7.31, (4, 4, 256) 7.69, (2, 8, 512) 9.14, (8, 8, 1024) 8.47, (8, 16, 512) 8.48. Table
+#: rows of `Q` numbers: padded to 8 (sector-aligned), (8, 8, 512) took 7.49.
+WARPS, CARD_BLOCK, PICK_BLOCK = 4, 8, 512
 
 
 def used(x) -> bool:
@@ -77,18 +78,19 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
     b = pl.program_id(0)
     Hp, Mp, Qp = _pow2(H), _pow2(M), _pow2(Q)
     q = jnp.arange(Qp)
+    qm = q < Q
     # G = P - P[H] / 2.
     h = jnp.arange(Hp)
     hm = h < H
     idx = plt.load(sorted_ref.at[jnp.full((Hp,), b), h], mask=hm, other=0)
     r, c = _grid2(idx, q)
     bb = jnp.full((Hp, Qp), b)
-    rows = plt.load(x_ref.at[bb, r, c], mask=hm[:, None] & (q < Q)[None, :], other=0.0)
+    rows = plt.load(x_ref.at[bb, r, c], mask=hm[:, None] & qm[None, :], other=0.0)
     total = jnp.sum(rows, axis=0)
     r, c = _grid2(h, q)
     plt.store(g_ref.at[bb, r, c], jnp.cumsum(rows, axis=0) - rows - 0.5 * total[None, :],
-              mask=hm[:, None] & (q < Qp)[None, :])
-    plt.store(g_ref.at[jnp.full((Qp,), b), jnp.full((Qp,), H), q], 0.5 * total)
+              mask=hm[:, None] & qm[None, :])
+    plt.store(g_ref.at[jnp.full((Qp,), b), jnp.full((Qp,), H), q], 0.5 * total, mask=qm)
     # -D_k = P_k[M] / 2 - P_k, CARD_BLOCK cards at a time.
     m = jnp.arange(Mp)
     kk = jnp.arange(CARD_BLOCK)
@@ -102,13 +104,13 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
                         mask=km, other=H)
         live = km & (cidx < H)
         _, r, c = _grid3(k, jnp.where(live, cidx, 0), q)
-        rows = plt.load(x_ref.at[bc3, r, c], mask=live[:, :, None] & (q < Q)[None, None, :], other=0.0)
+        rows = plt.load(x_ref.at[bc3, r, c], mask=live[:, :, None] & qm[None, None, :], other=0.0)
         total = jnp.sum(rows, axis=1)                                         # [KC, Qp]
         neg_d = 0.5 * total[:, None, :] - (jnp.cumsum(rows, axis=1) - rows)
         _, r, c = _grid3(k, k[:, None] * (M + 1) + m[None, :], q)
-        plt.store(c_ref.at[bc3, r, c], neg_d, mask=km[:, :, None] & (q < Qp)[None, None, :])
+        plt.store(c_ref.at[bc3, r, c], neg_d, mask=km[:, :, None] & qm[None, None, :])
         r, c = _grid2(k * (M + 1) + M, q)
-        plt.store(c_ref.at[jnp.full((CARD_BLOCK, Qp), b), r, c], -0.5 * total, mask=(k < C)[:, None] & (q < Qp)[None, :])
+        plt.store(c_ref.at[jnp.full((CARD_BLOCK, Qp), b), r, c], -0.5 * total, mask=(k < C)[:, None] & qm[None, :])
         return carry
 
     jax.lax.fori_loop(0, pl.cdiv(C, CARD_BLOCK), cards, 0)
@@ -121,7 +123,7 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
     def pick(j, carry):
         h = j * PICK_BLOCK + hb
         hm = h < H
-        mask = hm[:, None] & (q < Qp)[None, :]
+        mask = hm[:, None] & qm[None, :]
         acc = jnp.zeros((PICK_BLOCK, Qp), jnp.float32)
         for k in range(6):
             row = plt.load(index_ref.at[jnp.full((PICK_BLOCK,), b), h, jnp.full((PICK_BLOCK,), k)], mask=hm, other=0)
@@ -129,7 +131,7 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
             r, c = _grid2(row, q)
             acc = acc + plt.load(ref.at[bp, r, c], mask=mask, other=0.0)
         r, c = _grid2(h, q)
-        plt.store(out_ref.at[bp, r, c], acc, mask=hm[:, None] & (q < Q)[None, :])
+        plt.store(out_ref.at[bp, r, c], acc, mask=hm[:, None] & qm[None, :])
         return carry
 
     jax.lax.fori_loop(0, pl.cdiv(H, PICK_BLOCK), pick, 0)
@@ -144,7 +146,7 @@ def showdown(x, sorted_t, cards_t, index_t):
     nb, H, Q = x.shape
     C, M = cards_t.shape[1:]
     Qp = _pow2(Q)
-    shapes = ((nb, H + 1, Qp), (nb, C * (M + 1), Qp), (nb, H, Q))
+    shapes = ((nb, H + 1, Q), (nb, C * (M + 1), Q), (nb, H, Q))
     return pl.pallas_call(
         functools.partial(_kernel, H=H, Q=Q, C=C, M=M),
         out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(nb,), interpret=INTERPRET,
