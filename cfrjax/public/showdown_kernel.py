@@ -26,6 +26,9 @@ import functools
 import jax
 import jax.numpy as jnp
 
+#: Use the kernel on NVIDIA GPUs (set False to run the XLA form there, e.g. on a jaxlib
+#: without Pallas's Triton lowering).
+ENABLED = True
 #: Run the kernel in Pallas's interpreter (tests on CPU); on a GPU it compiles (Triton).
 INTERPRET = False
 #: Warps per program (one subgame), cards per step of its card loop, hands per step of
@@ -40,7 +43,7 @@ def used(x) -> bool:
     """Whether the batch-first showdown of float32 reach `x` runs as these kernels: on a
     GPU (or interpreted, `INTERPRET`); other dtypes (the float64 evaluation) and backends
     run the XLA form."""
-    if x.dtype != jnp.float32:
+    if x.dtype != jnp.float32 or not ENABLED:
         return False
     if INTERPRET:
         return True
