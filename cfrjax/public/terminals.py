@@ -272,10 +272,12 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     2]` (subgame, row) index pairs every iteration. The barriers keep both transposes
     transposes and the offset indices and gathered rows materialised (not fused into the
     gathers, or the gathers into the prefix sums, which recomputed them per window).
-    The same additions in the same order as the batch-last form (bit for bit)."""
+    The same additions in the same order as the batch-last form (bit for bit). On an
+    NVIDIA GPU, float32 runs `cfrjax.public.showdown_kernel` instead: the same table by one
+    Pallas kernel, equal to rounding."""
     H, Q, nb = x.shape
     C, M = board["sd_card_sorted"].shape[:2]
-    if showdown_kernel.used(x):   # the same table, by two Pallas kernels (GPU)
+    if showdown_kernel.used(x):   # the same table, by one Pallas kernel (GPU)
         first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)      # noqa: E731
         out = showdown_kernel.showdown(jnp.moveaxis(x, -1, 0), first(board["sd_sorted"], H),
                                        first(board["sd_card_sorted"], C, M), first(board["sd_index"], H, 6))
