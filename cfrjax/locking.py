@@ -81,7 +81,11 @@ def drop_idle_locks(state: SolverState) -> tuple[SolverState, tuple]:
     half-iteration (`cfrjax.iteration` skips the override when they are `None`). A state
     inside a trace (a jit of the caller's) keeps them: its values are unknown."""
     locked = state.locked
-    if locked is None or isinstance(locked, jax.core.Tracer) or bool(jnp.any(locked)):
+    if locked is None or isinstance(locked, jax.core.Tracer):
+        return state, None
+    # Small masks are read on the host (no executable to compile per shape), large ones
+    # reduced where they live (a batch's mask is as large as its regrets).
+    if bool(np.any(np.asarray(locked)) if np.size(locked) <= 2 ** 20 else jnp.any(locked)):
         return state, None
     return dataclasses.replace(state, locked=None, locked_policy=None), (locked, state.locked_policy)
 
