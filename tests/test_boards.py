@@ -206,9 +206,12 @@ def test_showdown_kernels_equal_the_xla_form(monkeypatch):
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
     x = jnp.asarray(np.random.default_rng(4).random((H, 5, nb)), jnp.float32)
     monkeypatch.setattr(pt, "BATCH_FIRST_MIN_SUBGAMES", 0)
-    assert not showdown_kernel.used(x)          # off the GPU: XLA
+    monkeypatch.setattr(showdown_kernel, "ENABLED", False)
+    assert not showdown_kernel.used(x)
     xla = np.asarray(jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x))
+    monkeypatch.setattr(showdown_kernel, "ENABLED", True)
     monkeypatch.setattr(showdown_kernel, "INTERPRET", True)
+    assert showdown_kernel.used(x) and not showdown_kernel.used(x.astype(jnp.float64) if jax.config.jax_enable_x64 else 0 * x.astype(jnp.bfloat16))
     kernel = np.asarray(jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x))
     exact = np.stack([pt._showdown_sorted_hm({k: jnp.asarray(tables[k][i, 0]) for k in board},
                                              jnp.asarray(x[..., i], jnp.float64), False) for i in range(nb)], -1) \
