@@ -9,7 +9,8 @@ strength order and prefix-sums them, then each card's hands likewise, writes its
 and after a barrier sums each hand's six table rows, while the table is still in the
 L2 cache. Same formula and table layout as the XLA form (the module docstring of
 `cfrjax.public.terminals`); sums in another order (equal to rounding: tested in
-Pallas's interpreter on CPU, and against the XLA form on an H200). H200, DCFR
+Pallas's interpreter on CPU and compiled on an H200, on padded card lists, and against
+the XLA form on real river tables on the H200). H200, DCFR
 alternating, 8,192 river spots: 7.96 -> 7.49 ms/iter (`bench/results/
 ab_showdown_kernel_h200.jsonl`), 7.29 with the block sizes below.
 
@@ -40,9 +41,9 @@ WARPS, CARD_BLOCK, PICK_BLOCK = 4, 8, 512
 
 
 def used(x) -> bool:
-    """Whether the batch-first showdown of float32 reach `x` runs as these kernels: on a
-    GPU (or interpreted, `INTERPRET`); other dtypes (the float64 evaluation) and backends
-    run the XLA form."""
+    """Whether the batch-first showdown of float32 reach `x` runs as this kernel: on an
+    NVIDIA GPU while `ENABLED` (or interpreted, `INTERPRET`); other dtypes (the float64
+    evaluation) and backends run the XLA form."""
     if x.dtype != jnp.float32 or not ENABLED:
         return False
     if INTERPRET:
