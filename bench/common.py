@@ -105,11 +105,10 @@ def time_solve(game, state, iterations: int, repeats: int = 5) -> dict:
     1.0 when one core works, up to the number of cores in use), `others_cpu_per_wall` the
     cores other processes kept busy meanwhile (`CpuMeter`).
     """
-    from cfrjax.driver import _solve   # here: `ab_commits.py` imports this module beside any commit's cfrjax
-    from cfrjax.locking import drop_idle_locks
+    from cfrjax.driver import lower_solve   # here: `ab_commits.py` imports this module beside any commit's cfrjax
 
     t0 = time.perf_counter()
-    _solve.lower(game, drop_idle_locks(state)[0], iterations, None).compile()   # what `solve` runs
+    lower_solve(game, state, iterations).compile()
     compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     jax.block_until_ready(cfrjax.solve(game, state, iterations))

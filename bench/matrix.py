@@ -45,8 +45,8 @@ from cfrjax.compile import compile_arrays  # noqa: E402
 from cfrjax.game import from_numpy  # noqa: E402
 from cfrjax.memory import compiled_memory  # noqa: E402
 from cfrjax.profile import kernels_per_iteration  # noqa: E402
+from cfrjax.driver import lower_solve  # noqa: E402
 from cfrjax.locking import drop_idle_locks  # noqa: E402
-from cfrjax.driver import _solve  # noqa: E402
 from common import append_records, environment, peak_memory_bytes  # noqa: E402
 from suite import build_spec, load_suite, select  # noqa: E402
 
@@ -54,9 +54,9 @@ CONFIG = dict(rule="cfr+", order="simultaneous", averaging="linear", dtype="floa
 
 
 def time_cfrjax(game, state, iterations: int, repeats: int) -> dict:
-    state = drop_idle_locks(state)[0]   # as `cfrjax.solve` runs it
+    state = drop_idle_locks(state)[0]   # the compiled solve is called with it below
     t0 = time.perf_counter()
-    compiled = _solve.lower(game, state, iterations, None).compile()
+    compiled = lower_solve(game, state, iterations).compile()
     compile_s = time.perf_counter() - t0
     jax.block_until_ready(compiled(game, state))
     first_s = time.perf_counter() - t0

@@ -154,6 +154,12 @@ def _solve(game, state, iterations, eval_every):
     return state, Trace(iteration=its, exploitability=es, value=vs)
 
 
+def lower_solve(game, state: SolverState, iterations: int, eval_every: int | None = None):
+    """The executable `solve(game, state, iterations, eval_every=...)` runs, lowered (its
+    idle locks dropped, `drop_idle_locks`): to compile ahead of time or read its HLO."""
+    return _solve.lower(game, drop_idle_locks(state)[0], iterations, eval_every)
+
+
 @functools.partial(xla_options.jit, static_argnames=("eval_every", "max_chunks"))
 def _solve_to_target(game, state, target, eval_every, max_chunks):
     """`lax.while_loop` over chunks of `eval_every` scanned iterations; stops after the
@@ -213,6 +219,7 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
     """
     if check_memory:
         guard(game, state)
+    state, locks = drop_idle_locks(state)
     if target_exploitability is not None or max_iterations is not None:
         if iterations is not None:
             raise ValueError("give either iterations or target_exploitability/max_iterations, not both")
@@ -223,7 +230,6 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         if not isinstance(max_iterations, int) or max_iterations < eval_every:
             raise ValueError(f"max_iterations must be an int >= eval_every ({eval_every}), got {max_iterations!r}")
         target = float(target_exploitability)
-        state, locks = drop_idle_locks(state)
         with jax.enable_x64(True):  # the evaluation (only) runs in float64
             state, k, trace = _solve_to_target(game, state, jnp.asarray(target, jnp.float64),
                                                eval_every, max_iterations // eval_every)
@@ -235,7 +241,6 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
     if eval_every is not None and (not isinstance(eval_every, int) or eval_every <= 0):
         raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
-    state, locks = drop_idle_locks(state)
     if eval_every is None:
         return restore_locks(_solve(game, state, iterations, None)[0], locks)
     with jax.enable_x64(True):  # the evaluation (only) runs in float64
@@ -334,9 +339,8 @@ class SolveChunks:
         ahead of time; returns the seconds it took."""
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
-        state = drop_idle_locks(self.state)[0]   # the executable `solve` runs
         for size in sizes:
-            _solve.lower(self.game, state, size, None).compile()
+            lower_solve(self.game, self.state, size).compile()
         with jax.enable_x64(True):
             _evaluate_jit.lower(self.game, self.state).compile()
         return time.perf_counter() - t0

@@ -59,17 +59,9 @@ def _pow2(n: int) -> int:
 
 
 def _grid2(rows, cols):
-    """Broadcast `rows [n]` and `cols [k]` to `[n, k]` index arrays."""
-    return (jnp.broadcast_to(rows[:, None], (rows.shape[0], cols.shape[0])),
-            jnp.broadcast_to(cols[None, :], (rows.shape[0], cols.shape[0])))
-
-
-def _grid3(a, b, c):
-    """Broadcast `a [n]`, `b [n, m]` (or `[m]`) and `c [k]` to `[n, m, k]` index arrays."""
-    b = jnp.broadcast_to(b, (a.shape[0], b.shape[-1]))
-    shape = b.shape + c.shape
-    return (jnp.broadcast_to(a[:, None, None], shape), jnp.broadcast_to(b[:, :, None], shape),
-            jnp.broadcast_to(c[None, None, :], shape))
+    """Broadcast `rows [*n]` and `cols [k]` to `[*n, k]` index arrays."""
+    shape = rows.shape + cols.shape
+    return jnp.broadcast_to(rows[..., None], shape), jnp.broadcast_to(cols, shape)
 
 
 def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H, Q, C, M):
@@ -104,14 +96,13 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
     def cards(j, carry):
         k = j * CARD_BLOCK + kk                                               # [KC]
         km = (k < C)[:, None] & (m < M)[None, :]                              # [KC, Mp]
-        cidx = plt.load(cards_ref.at[bc, jnp.broadcast_to(k[:, None], km.shape), jnp.broadcast_to(m[None, :], km.shape)],
-                        mask=km, other=H)
+        cidx = plt.load(cards_ref.at[(bc,) + _grid2(k, m)], mask=km, other=H)
         live = km & (cidx < H)
-        _, r, c = _grid3(k, jnp.where(live, cidx, 0), q)
+        r, c = _grid2(jnp.where(live, cidx, 0), q)
         rows = plt.load(x_ref.at[bc3, r, c], mask=live[:, :, None] & qm[None, None, :], other=0.0)
         total = jnp.sum(rows, axis=1)                                         # [KC, Qp]
         neg_d = 0.5 * total[:, None, :] - (jnp.cumsum(rows, axis=1) - rows)
-        _, r, c = _grid3(k, k[:, None] * (M + 1) + m[None, :], q)
+        r, c = _grid2(k[:, None] * (M + 1) + m[None, :], q)
         plt.store(c_ref.at[bc3, r, c], neg_d, mask=km[:, :, None] & qm[None, None, :])
         r, c = _grid2(k * (M + 1) + M, q)
         plt.store(c_ref.at[jnp.full((CARD_BLOCK, Qp), b), r, c], -0.5 * total, mask=(k < C)[:, None] & qm[None, :])
