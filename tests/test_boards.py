@@ -9,6 +9,7 @@ profile, entry by entry, and regrets and averages after a few iterations.
 """
 
 import dataclasses
+import types
 
 import jax
 import jax.numpy as jnp
@@ -200,24 +201,28 @@ def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
 def test_showdown_kernels_equal_the_xla_form(monkeypatch):
     """The Pallas showdown kernel (compiled on an NVIDIA GPU, else in Pallas's
     interpreter) gives the XLA batch-first form's values to float32 rounding, on padded
-    card lists."""
+    card lists, and `showdown_diff` runs it exactly where it is used."""
     from cfrjax.public import showdown_kernel
     tables = _padded_tables(2, 7, combos=150)
     nb, _, H = tables["sd_sorted"].shape
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
-    x = jnp.asarray(np.random.default_rng(4).random((H, 5, nb)), jnp.float32)
+    r = jnp.asarray(np.random.default_rng(4).random((5, 1, H, nb)), jnp.float32)     # [K, L, H, nb]
+    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
+    diff = lambda b, v: jax.jit(lambda b, v: pt.showdown_diff(game, b, v, False))(b, v)   # noqa: E731 (traced per call)
     monkeypatch.setattr(pt, "BATCH_FIRST_MIN_SUBGAMES", 0)
     monkeypatch.setattr(showdown_kernel, "ENABLED", False)
-    assert not showdown_kernel.used(x)
-    xla = np.asarray(jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x))
+    assert not showdown_kernel.used(r)
+    xla = np.asarray(diff(board, r))
     monkeypatch.setattr(showdown_kernel, "ENABLED", True)
     monkeypatch.setattr(showdown_kernel, "INTERPRET", jax.default_backend() != "gpu")
-    assert showdown_kernel.used(x) and not showdown_kernel.used(x.astype(jnp.float64) if jax.config.jax_enable_x64 else 0 * x.astype(jnp.bfloat16))
-    kernel = np.asarray(jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x))
-    exact = np.stack([pt._showdown_sorted_hm({k: jnp.asarray(tables[k][i, 0]) for k in board},
-                                             jnp.asarray(x[..., i], jnp.float64), False) for i in range(nb)], -1) \
+    assert showdown_kernel.used(r) and not showdown_kernel.used(r.astype(jnp.float64) if jax.config.jax_enable_x64 else 0 * r.astype(jnp.bfloat16))
+    kernel = np.asarray(diff(board, r))
+    direct = np.asarray(jax.jit(pt._showdown_kernel)(board, r))
+    exact = np.stack([pt._rows(jnp.asarray(r[..., i], jnp.float64), lambda x: pt._showdown_sorted_hm(
+        {k: jnp.asarray(tables[k][i, 0]) for k in board}, x, False)) for i in range(nb)], -1) \
         if jax.config.jax_enable_x64 else xla
-    scale = float(np.abs(np.asarray(x)).sum(axis=0).max())
+    scale = float(np.abs(np.asarray(r)).sum(axis=2).max())
     np.testing.assert_allclose(kernel, exact, rtol=0, atol=1e-6 * scale)
     np.testing.assert_allclose(kernel, xla, rtol=0, atol=1e-6 * scale)
+    assert np.array_equal(kernel, direct) and not np.array_equal(kernel, xla)
     assert not np.array_equal(kernel, np.zeros_like(kernel))

@@ -4,20 +4,25 @@
 each on its own board, as row gathers, a windowed prefix sum fused into the assembly of
 one `[nb, R, Q]` table, and a gather-sum of six rows per hand: the gathered rows and the
 table each pass through memory twice, and the prefix sum's windows re-read its inputs.
-Here one program per subgame does it all (`_kernel`): it gathers its reach rows in
-strength order and prefix-sums them, then each card's hands likewise, writes its table,
-and after a barrier sums each hand's six table rows, while the table is still in the
-L2 cache. Same formula and table layout as the XLA form (the module docstring of
-`cfrjax.public.terminals`); sums in another order (equal to rounding: tested in
-Pallas's interpreter on CPU and compiled on an H200, on padded card lists, and against
-the XLA form on real river tables on the H200). H200, DCFR
-alternating, 8,192 river spots: 7.96 -> 7.49 ms/iter (`bench/results/
-ab_showdown_kernel_h200.jsonl`), 7.29 with the block sizes below.
+Here one program per showdown node of a subgame does it all (`_kernel`): it gathers its
+reach row in strength order and prefix-sums it, then each card's hands likewise, writes
+its table row, and after a barrier sums each hand's six table entries, while the row is
+still in the cache. Same formula and table as the XLA form (the module docstring of
+`cfrjax.public.terminals`); sums in another order (equal to rounding: tested in Pallas's
+interpreter on CPU and compiled on an H200, on padded card lists).
 
-Layouts (batch-first, one subgame per leading index): reach `x [nb, H, Q]`; tables
-`sorted [nb, H]`, `cards [nb, C, M]` (padding `H`), `index [nb, H, 6]`; the table in
-two parts, `g [nb, H + 1, Q]` (the first `H + 1` rows) and `c [nb, C (M + 1), Q]` (the
-rest). Blocks are padded to powers of two (`Qp` columns, masked).
+Node-major (`[nb, Q, H]`, `terminals._showdown_kernel`): a program per (subgame, node)
+row, so no block is padded across nodes, and the transposes from batch-last and back are
+2-D, which XLA tiles. H200, DCFR alternating, river spots with a board each, ms per
+iteration (`bench/results/ab_node_major_kernel_h200.jsonl`): 8,192 spots 7.29 -> 6.40,
+1,024 spots 1.005 -> 0.884, 128 spots 0.204 -> 0.197 against the earlier kernel (a
+program per subgame on `[nb, H, Q]`, whose input was written batch-first by a loop
+reading the batch-last reach strided; 7.96 -> 7.29 against the XLA form,
+`ab_showdown_kernel_h200.jsonl`).
+
+Layouts (batch-first): reach and output `[nb Q, H]` (row `b Q + q`); tables `sorted [nb,
+H]`, `cards [nb, C, M]` (padding `H`), `index [nb, H, 6]`; the table in two parts per row,
+`g [nb Q, H + 1]` (its first `H + 1` entries) and `c [nb Q, C (M + 1)]` (the rest).
 """
 
 from __future__ import annotations
@@ -32,12 +37,12 @@ import jax.numpy as jnp
 ENABLED = True
 #: Run the kernel in Pallas's interpreter (tests on CPU); on a GPU it compiles (Triton).
 INTERPRET = False
-#: Warps per program (one subgame), cards per step of its card loop, hands per step of
+#: Warps per program (one node row), cards per step of its card loop, hands per step of
 #: its gather-sum. H200, DCFR alternating, 8,192 river spots (`bench/results/
-#: showdown_kernel_h200.jsonl`): (4, 8, 512) 7.29 ms/iter; (8, 8, 512) 7.32, (4, 8, 256)
-#: 7.31, (4, 4, 256) 7.69, (2, 8, 512) 9.14, (8, 8, 1024) 8.47, (8, 16, 512) 8.48. Table
-#: rows of `Q` numbers: padded to 8 (sector-aligned), (8, 8, 512) took 7.49.
-WARPS, CARD_BLOCK, PICK_BLOCK = 4, 8, 512
+#: showdown_kernel_h200.jsonl`, `form: node_major`): (1, 8, 256) 6.10 ms/iter; (1, 8,
+#: 512) 6.41, (1, 16, 512) 6.26, (1, 8, 2048) 6.38, (1, 8, 1024) 7.74, (2, 8, 256) 6.98,
+#: (4, 8, 512) 8.03, (8, 8, 512) 7.45.
+WARPS, CARD_BLOCK, PICK_BLOCK = 1, 8, 256
 
 
 def used(x) -> bool:
@@ -65,84 +70,76 @@ def _grid2(rows, cols):
 
 
 def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H, Q, C, M):
-    """Program `b`: subgame `b`'s whole showdown. Its table is written (`g_ref`, `c_ref`)
-    and read back by the same program after a barrier, so it stays in the L2 cache
-    instead of making a round trip through memory between kernels."""
+    """Program `p`: row `p` of `x [nb Q, H]`, one showdown node of subgame `p // Q`. Its
+    table row is written (`g_ref`, `c_ref`) and read back by the same program after a
+    barrier, so it stays in the cache instead of making a round trip through memory
+    between kernels. Each block is one power of two longer than its row (`H + 1`, `M + 1`
+    entries): the prefix sum's last entry, over the masked zeros, is the row's total."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
 
-    b = pl.program_id(0)
-    Hp, Mp, Qp = _pow2(H), _pow2(M), _pow2(Q)
-    q = jnp.arange(Qp)
-    qm = q < Q
-    # G = P - P[H] / 2.
+    p = pl.program_id(0)
+    b = p // Q
+    # G = P - P[H] / 2, its entry H = P[H] / 2.
+    Hp = _pow2(H + 1)
     h = jnp.arange(Hp)
-    hm = h < H
-    idx = plt.load(sorted_ref.at[jnp.full((Hp,), b), h], mask=hm, other=0)
-    r, c = _grid2(idx, q)
-    bb = jnp.full((Hp, Qp), b)
-    rows = plt.load(x_ref.at[bb, r, c], mask=hm[:, None] & qm[None, :], other=0.0)
-    total = jnp.sum(rows, axis=0)
-    r, c = _grid2(h, q)
-    plt.store(g_ref.at[bb, r, c], jnp.cumsum(rows, axis=0) - rows - 0.5 * total[None, :],
-              mask=hm[:, None] & qm[None, :])
-    plt.store(g_ref.at[jnp.full((Qp,), b), jnp.full((Qp,), H), q], 0.5 * total, mask=qm)
-    # -D_k = P_k[M] / 2 - P_k, CARD_BLOCK cards at a time.
+    idx = plt.load(sorted_ref.at[jnp.full((Hp,), b), h], mask=h < H, other=0)
+    ph = jnp.full((Hp,), p)
+    rows = plt.load(x_ref.at[ph, idx], mask=h < H, other=0.0)
+    total = jnp.sum(rows)
+    plt.store(g_ref.at[ph, h], jnp.cumsum(rows) - rows - 0.5 * total, mask=h <= H)
+    # -D_k = P_k[M] / 2 - P_k (entry M: -P_k[M] / 2), CARD_BLOCK cards at a time.
+    Mp = _pow2(M + 1)
     m = jnp.arange(Mp)
     kk = jnp.arange(CARD_BLOCK)
+    pc = jnp.full((CARD_BLOCK, Mp), p)
     bc = jnp.full((CARD_BLOCK, Mp), b)
-    bc3 = jnp.full((CARD_BLOCK, Mp, Qp), b)
 
     def cards(j, carry):
-        k = j * CARD_BLOCK + kk                                               # [KC]
-        km = (k < C)[:, None] & (m < M)[None, :]                              # [KC, Mp]
-        cidx = plt.load(cards_ref.at[(bc,) + _grid2(k, m)], mask=km, other=H)
-        live = km & (cidx < H)
-        r, c = _grid2(jnp.where(live, cidx, 0), q)
-        rows = plt.load(x_ref.at[bc3, r, c], mask=live[:, :, None] & qm[None, None, :], other=0.0)
-        total = jnp.sum(rows, axis=1)                                         # [KC, Qp]
-        neg_d = 0.5 * total[:, None, :] - (jnp.cumsum(rows, axis=1) - rows)
-        r, c = _grid2(k[:, None] * (M + 1) + m[None, :], q)
-        plt.store(c_ref.at[bc3, r, c], neg_d, mask=km[:, :, None] & qm[None, None, :])
-        r, c = _grid2(k * (M + 1) + M, q)
-        plt.store(c_ref.at[jnp.full((CARD_BLOCK, Qp), b), r, c], -0.5 * total, mask=(k < C)[:, None] & qm[None, :])
+        k, mm = _grid2(j * CARD_BLOCK + kk, m)                                 # [KC, Mp]
+        held = (k < C) & (mm < M)
+        cidx = plt.load(cards_ref.at[bc, k, mm], mask=held, other=H)
+        live = held & (cidx < H)
+        rows = plt.load(x_ref.at[pc, jnp.where(live, cidx, 0)], mask=live, other=0.0)
+        total = jnp.sum(rows, axis=1)                                         # [KC]
+        neg_d = 0.5 * total[:, None] - (jnp.cumsum(rows, axis=1) - rows)
+        plt.store(c_ref.at[pc, k * (M + 1) + mm], neg_d, mask=(k < C) & (mm <= M))
         return carry
 
     jax.lax.fori_loop(0, pl.cdiv(C, CARD_BLOCK), cards, 0)
     if not INTERPRET:
-        plt.debug_barrier()   # the table's rows, written by every thread, read by any
-    # Six table rows per hand, PICK_BLOCK hands at a time.
+        plt.debug_barrier()   # the table's entries, written by every thread, read by any
+    # Six table entries per hand, PICK_BLOCK hands at a time.
     hb = jnp.arange(PICK_BLOCK)
-    bp = jnp.full((PICK_BLOCK, Qp), b)
+    pb = jnp.full((PICK_BLOCK,), p)
+    bb = jnp.full((PICK_BLOCK,), b)
 
     def pick(j, carry):
         h = j * PICK_BLOCK + hb
         hm = h < H
-        mask = hm[:, None] & qm[None, :]
-        acc = jnp.zeros((PICK_BLOCK, Qp), jnp.float32)
+        acc = jnp.zeros((PICK_BLOCK,), jnp.float32)
         for k in range(6):
-            row = plt.load(index_ref.at[jnp.full((PICK_BLOCK,), b), h, jnp.full((PICK_BLOCK,), k)], mask=hm, other=0)
-            ref, row = (g_ref, row) if k < 2 else (c_ref, row - (H + 1))
-            r, c = _grid2(row, q)
-            acc = acc + plt.load(ref.at[bp, r, c], mask=mask, other=0.0)
-        r, c = _grid2(h, q)
-        plt.store(out_ref.at[bp, r, c], acc, mask=hm[:, None] & qm[None, :])
+            e = plt.load(index_ref.at[bb, h, jnp.full((PICK_BLOCK,), k)], mask=hm, other=0)
+            ref, e = (g_ref, e) if k < 2 else (c_ref, e - (H + 1))
+            acc = acc + plt.load(ref.at[pb, e], mask=hm, other=0.0)
+        plt.store(out_ref.at[pb, h], acc, mask=hm)
         return carry
 
     jax.lax.fori_loop(0, pl.cdiv(H, PICK_BLOCK), pick, 0)
 
 
 def showdown(x, sorted_t, cards_t, index_t):
-    """`Wk - St` of `nb` subgames: `x [nb, H, Q]` float32 -> `[nb, H, Q]` (module docstring
-    for the tables)."""
+    """`Wk - St` of `nb` subgames with `Q` showdown nodes each: `x [nb, Q, H]` float32 ->
+    `[nb, Q, H]` (module docstring for the tables)."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
 
-    nb, H, Q = x.shape
+    nb, Q, H = x.shape
     C, M = cards_t.shape[1:]
-    Qp = _pow2(Q)
-    shapes = ((nb, H + 1, Q), (nb, C * (M + 1), Q), (nb, H, Q))
-    return pl.pallas_call(
+    shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (nb * Q, H))
+    out = pl.pallas_call(
         functools.partial(_kernel, H=H, Q=Q, C=C, M=M),
-        out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(nb,), interpret=INTERPRET,
-        compiler_params=plt.CompilerParams(num_warps=WARPS), name="cfrjax_showdown")(x, sorted_t, cards_t, index_t)[2]
+        out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(nb * Q,), interpret=INTERPRET,
+        compiler_params=plt.CompilerParams(num_warps=WARPS), name="cfrjax_showdown")(
+            x.reshape(nb * Q, H), sorted_t, cards_t, index_t)[2]
+    return out.reshape(nb, Q, H)

@@ -217,8 +217,7 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool):
     *batch]`: `cfrjax.games.poker.boards`), the batch axes being the trailing axes of `Q`."""
     H = x.shape[0]
     C, M = board["sd_card_sorted"].shape[:2]
-    tb = board["sd_sorted"].shape[1:]                                        # per-subgame tables' batch
-    nb = int(np.prod(tb)) if tb else 0
+    nb = _subgames(board)
     shape = x.shape
     if nb:
         x = x.reshape((H, -1, nb))
@@ -273,15 +272,9 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     transposes and the offset indices and gathered rows materialised (not fused into the
     gathers, or the gathers into the prefix sums, which recomputed them per window).
     The same additions in the same order as the batch-last form (bit for bit). On an
-    NVIDIA GPU, float32 runs `cfrjax.public.showdown_kernel` instead: the same table by one
-    Pallas kernel, equal to rounding."""
+    NVIDIA GPU, float32 runs `_showdown_kernel` instead (`showdown_diff`)."""
     H, Q, nb = x.shape
     C, M = board["sd_card_sorted"].shape[:2]
-    if showdown_kernel.used(x):   # the same table, by one Pallas kernel (GPU)
-        first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)      # noqa: E731
-        out = showdown_kernel.showdown(jnp.moveaxis(x, -1, 0), first(board["sd_sorted"], H),
-                                       first(board["sd_card_sorted"], C, M), first(board["sd_index"], H, 6))
-        return jax.lax.optimization_barrier(jnp.moveaxis(out, 0, -1).reshape(-1)).reshape(H, Q, nb)
     R = H + 1 + C * (M + 1)                                                  # table rows per subgame
 
     def rows_of(t, n, stride, padded=False):
@@ -306,6 +299,34 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     # Transposed back through a flat copy: kept `[nb, H, Q]` in memory (a layout change),
     # the terminal values around it were transposed to match and read strided.
     return jax.lax.optimization_barrier(jnp.moveaxis(out, 0, -1).reshape(-1)).reshape(H, Q, nb)
+
+
+def _subgames(board: dict) -> int:
+    """How many subgames have their own board tables (`sd_sorted [H, *batch]`); 0 for one board."""
+    tb = board["sd_sorted"].shape[1:]
+    return int(np.prod(tb)) if tb else 0
+
+
+def _showdown_kernel(board: dict, r):
+    """`r [K, L, H, *batch]` (one board per subgame) -> `Wk - St`, same shape, by
+    `cfrjax.public.showdown_kernel` (float32 on NVIDIA GPUs): the same table as
+    `_showdown_batch_first`, equal to rounding.
+
+    The kernel works node-major per subgame (`[nb, Q, H]`, a program per node row), so
+    both transposes, from batch-last and back, are 2-D (`[Q H, nb]` <-> `[nb, Q H]`),
+    which XLA tiles. Each side of the input transpose is pinned as a flat array: left to
+    XLA, the layouts made the transpose a no-op and the reach's producer (the forward
+    pass's path products) wrote it batch-first, a loop reading the batch-last reach
+    strided (a third of a millisecond per half-iteration of 8,192 river spots, H200)."""
+    H, nb = r.shape[2], _subgames(board)
+    C, M = board["sd_card_sorted"].shape[:2]
+    Q = r.size // (H * nb)
+    x = jax.lax.optimization_barrier(r.reshape(-1)).reshape(Q, H, nb)
+    x = jax.lax.optimization_barrier(jnp.transpose(x, (2, 0, 1)).reshape(-1)).reshape(nb, Q, H)
+    first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)          # noqa: E731
+    out = showdown_kernel.showdown(x, first(board["sd_sorted"], H),
+                                   first(board["sd_card_sorted"], C, M), first(board["sd_index"], H, 6))
+    return jax.lax.optimization_barrier(jnp.transpose(out, (1, 2, 0)).reshape(-1)).reshape(r.shape)
 
 
 def _materialise(x):
@@ -382,6 +403,9 @@ def showdown_diff(game, board: dict, r, cpu: bool):
         return r
     if dense_used(game, cpu):
         return _rows(r, lambda x: dense_apply(board["dense_showdown"], x))
+    nb = _subgames(board)
+    if not cpu and nb and nb >= BATCH_FIRST_MIN_SUBGAMES and showdown_kernel.used(r):
+        return _showdown_kernel(board, r)
     # On CPU the reach is written out first: fused into the gathers below, it would be
     # recomputed (the forward pass's path products) for every gathered row.
     return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu))
