@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from cfrjax.game import CompiledGame
 
@@ -125,12 +126,68 @@ def segment_sum_slots(game: CompiledGame, x):
     return by_platform(game, lambda: total(True), lambda: total(False))[game.slot_infoset]
 
 
+#: At most this many runs of equal-sized information sets make a game's `slot_runs`.
+MAX_RUNS = 64
+
+
+def slot_runs(infoset_slot_start) -> tuple:
+    """The information sets as runs of equal size, static: `((first slot, sets, actions),
+    ...)` over consecutive sets, or `()` beyond `MAX_RUNS` runs. NumPy `[I + 1]` slot
+    boundaries in; a form that knows its sets at build time keeps this as static metadata
+    (`PublicGame.slot_runs`) so regret matching slices instead of gathering."""
+    start = np.asarray(infoset_slot_start)
+    size = np.diff(start)
+    runs, i = [], 0
+    while i < size.size:
+        j = i + 1
+        while j < size.size and size[j] == size[i]:
+            j += 1
+        runs.append((int(start[i]), j - i, int(size[i])))
+        i = j
+    return tuple(runs) if len(runs) <= MAX_RUNS else ()
+
+
 def regret_matching(game: CompiledGame, regret):
-    """Regret matching: positive regrets normalized per information set, uniform if none. `[S, *batch] -> [S, *batch]`."""
+    """Regret matching: positive regrets normalized per information set, uniform if none. `[S, *batch] -> [S, *batch]`.
+
+    With static runs (`slot_runs`; the public form) the pulled lowering is one elementwise
+    pass over static slices, each set's total added in member order from its slots (the
+    pull's adds, bit for bit), where the gathered lowering writes the totals out and
+    gathers them back per slot. H200, 8,192 / 1,024 river spots, DCFR alternating
+    (`bench/results/ab_node_major_kernel_h200.jsonl`): 6.20 -> 6.11 / 0.824 -> 0.798 ms
+    per iteration."""
     pos = jnp.maximum(regret, 0.0)
+    runs = getattr(game, "slot_runs", ())
+    if not runs:
+        return _matched(game, pos)
+    uniform = game.slot_uniform.astype(pos.dtype)
+    return by_platform(game, lambda: _matched_runs(runs, pos, uniform), lambda: _matched(game, pos))
+
+
+def _matched(game, pos):
     total = segment_sum_slots(game, pos)
     safe = jnp.where(total > 0, total, 1.0)
-    return jnp.where(total > 0, pos / safe, lift(game.slot_uniform.astype(regret.dtype), regret.ndim))
+    return jnp.where(total > 0, pos / safe, lift(game.slot_uniform.astype(pos.dtype), pos.ndim))
+
+
+def _matched_runs(runs, pos, uniform):
+    """`regret_matching` of positive regrets `pos [S, *batch]` over static `runs`."""
+    out = []
+    for lo, n, a in runs:
+        hi = lo + n * a
+        p = pos[lo:hi].reshape((n, a) + pos.shape[1:])
+        if a > UNROLL:
+            total = jnp.sum(p, axis=1)
+        else:
+            total = p[:, 0]
+            for k in range(1, a):
+                total = total + p[:, k]
+        total = jnp.broadcast_to(total[:, None], p.shape).reshape(pos[lo:hi].shape)
+        safe = jnp.where(total > 0, total, 1.0)
+        out.append(jnp.where(total > 0, pos[lo:hi] / safe, lift(uniform[lo:hi], pos.ndim)))
+    # Written out: left to XLA, its consumers (the passes' gathers by slot) recompute it
+    # (8,192 spots 6.20 -> 6.53 ms per iteration instead of 6.11).
+    return jax.lax.optimization_barrier(jnp.concatenate(out) if len(out) > 1 else out[0])
 
 
 def reach(game: CompiledGame, sigma_ext):

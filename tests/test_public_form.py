@@ -415,6 +415,24 @@ def test_sorted_dense_and_lowerings_agree(case):
     np.testing.assert_allclose(yd, ys, rtol=0, atol=1e-15)
 
 
+def test_regret_matching_by_static_runs_equals_the_gathered_form():
+    """Regret matching over the public form's static runs of equal-sized decision nodes
+    (`slot_runs`, accelerators' pulled lowering) gives the gathered form's strategy bit for
+    bit, uniform where a node's regrets are all non-positive; no runs: the gathered form."""
+    g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull")
+    sizes = np.diff(np.asarray(g.infoset_slot_start))
+    assert len(g.slot_runs) >= 2 and sum(n * a for _, n, a in g.slot_runs) == g.num_slots
+    assert [a for _, n, a in g.slot_runs for _ in range(n)] == sizes.tolist()
+    r = jnp.asarray(np.random.default_rng(5).normal(size=(g.num_slots, 9, 2)), jnp.float32)
+    r = r.at[:int(sizes[0])].set(-1.0).at[-int(sizes[-1]):].set(0.0)
+    got = np.asarray(jax.jit(lambda x: passes.regret_matching(g, x))(r))
+    gathered = np.asarray(jax.jit(lambda x: passes.regret_matching(dataclasses.replace(g, slot_runs=()), x))(r))
+    assert np.array_equal(got, gathered)
+    np.testing.assert_array_equal(got[:int(sizes[0])], np.float32(1.0 / sizes[0]))
+    assert passes.slot_runs(np.arange(0, 2 * (passes.MAX_RUNS + 2), 2)) != ()
+    assert passes.slot_runs(np.cumsum([0] + [2, 3] * passes.MAX_RUNS)) == ()
+
+
 def test_dense_float32_product_is_exact_split():
     """Float32 dense terminals: the reach splits into three bfloat16 parts summing to it
     exactly (two would drop its last 8 bits), and the bfloat16 matmul of the stored

@@ -270,7 +270,8 @@ def cut(game: PublicGame, leaf: LeafFunction, inputs: dict) -> PublicGame:
         slot_uniform=game.slot_uniform[jnp.asarray(sel)], dense_showdown=None, dense_compat=None,
         num_nodes=n1 + B * R, num_slots=int(t0 + t1), num_infosets=int(kept.size),
         forest_levels=(0, R), forest_fanout=(0,), forest_level_terms=(True,), forest_slots=(0, 0),
-        slot_split=int(t0), max_actions=int(counts.max(initial=1)), leaf_fn=leaf.fn, leaf_init=leaf.init,
+        slot_split=int(t0), max_actions=int(counts.max(initial=1)),
+        slot_runs=passes.slot_runs(np.concatenate([[0], np.cumsum(counts)])), leaf_fn=leaf.fn, leaf_init=leaf.init,
         leaf_update=leaf.update, leaf_data=data, labels=labels)
 
 

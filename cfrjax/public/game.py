@@ -229,6 +229,8 @@ class PublicGame:
       trunk_level_dealt: per trunk level, whether a node on it lies just below a dealt turn
         card (its reach is masked there); `()` except on flop spots.
       max_actions: the most actions of a decision node.
+      slot_runs: the decision nodes as runs of equal action counts (`cfrjax.passes.slot_runs`),
+        so regret matching slices its slots statically; `()`: gathered by `slot_infoset`.
       reduction: `"auto"`, `"pull"` or `"scatter"` (as `CompiledGame.reduction`).
       terminals: `"auto"` (dense where built and not on CPU, else sorted), `"sorted"` or
         `"dense"`.
@@ -298,6 +300,7 @@ class PublicGame:
     leaf_update: Any = _static(None)
     trunk_level_dealt: tuple = _static(())
     max_actions: int = _static(0)
+    slot_runs: tuple = _static(())
     reduction: str = _static("auto")
     terminals: str = _static("auto")
     labels: PublicLabels | None = _static(None)

@@ -48,6 +48,7 @@ from cfrjax.games.poker.cards import (
 from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.evaluator import evaluate
 from cfrjax.games.poker.subgame import KEY_FIELDS, RIVER_CARDS, _street_tree, _Tree
+from cfrjax.passes import slot_runs
 from cfrjax.public import passes as public_passes
 from cfrjax.public import terminals as pt
 from cfrjax.public.game import TERMINAL_MODES, PublicGame, PublicLabels
@@ -485,7 +486,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         board_groups=int(groups),
         trunk_level_dealt=tuple(bool(edge_deal[lo:hi].any()) for lo, hi in zip(trunk.levels[:-1], trunk.levels[1:]))
         if groups else (),
-        max_actions=int(nact.max()), reduction=reduction, terminals=terminals,
+        max_actions=int(nact.max()), slot_runs=slot_runs(infoset_slot_start),
+        reduction=reduction, terminals=terminals,
         labels=labels)
     game = public_passes.set_ranges(game, weights[0], weights[1])
     meta["build_s"] = round(time.perf_counter() - t_start, 3)
