@@ -314,14 +314,16 @@ def _showdown_kernel(board: dict, r):
 
     The kernel works node-major per subgame (`[nb, Q, H]`, a program per node row), so
     both transposes, from batch-last and back, are 2-D (`[Q H, nb]` <-> `[nb, Q H]`),
-    which XLA tiles. Each side of the input transpose is pinned as a flat array: left to
-    XLA, the layouts made the transpose a no-op and the reach's producer (the forward
-    pass's path products) wrote it batch-first, a loop reading the batch-last reach
-    strided (0.46 ms per half-iteration of 8,192 river spots on an H200)."""
+    which XLA tiles. The transposed input is pinned as a flat array: left to XLA, the
+    layouts made the transpose a no-op and the reach's producer (the forward pass's path
+    products) wrote it batch-first, a loop reading the batch-last reach strided (0.46 ms
+    per half-iteration of 8,192 river spots on an H200). Pinned, the producer fuses into
+    the tiled transpose; pinning its batch-last side too wrote the reach out first (8,192
+    spots 5.83 -> 6.02 ms per iteration, `bench/results/ab_node_major_kernel_h200.jsonl`)."""
     H, nb = r.shape[2], _subgames(board)
     C, M = board["sd_card_sorted"].shape[:2]
     Q = r.size // (H * nb)
-    x = jax.lax.optimization_barrier(r.reshape(-1)).reshape(Q, H, nb)
+    x = r.reshape(Q, H, nb)
     x = jax.lax.optimization_barrier(jnp.transpose(x, (2, 0, 1)).reshape(-1)).reshape(nb, Q, H)
     first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)          # noqa: E731
     out = showdown_kernel.showdown(x, first(board["sd_sorted"], H),
