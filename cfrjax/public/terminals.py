@@ -219,10 +219,10 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool):
     C, M = board["sd_card_sorted"].shape[:2]
     nb = _subgames(board)
     shape = x.shape
+    if _batch_first(board, cpu):
+        return _showdown_batch_first(board, x.reshape((H, -1, nb)), cpu).reshape(shape)
     if nb:
         x = x.reshape((H, -1, nb))
-        if not cpu and nb >= BATCH_FIRST_MIN_SUBGAMES:
-            return _showdown_batch_first(board, x, cpu).reshape(shape)
     flat = lambda t, n: t.reshape((n,) + ((nb,) if nb else ()))             # noqa: E731
     xz = _pad_zero(x)
     index = jnp.concatenate([flat(board["sd_sorted"], H), flat(board["sd_card_sorted"], C * M)])
@@ -268,7 +268,7 @@ def _showdown_batch_first(board: dict, x, cpu: bool):
     subgames gather from rows `nb * Q` numbers apart, which a GPU reads uncoalesced;
     gathered per subgame under `vmap` (the earlier form), XLA kept `x` in place (the
     transpose became a layout change, the gathers read it strided) and built `[nb, H, 6,
-    2]` (subgame, row) index pairs every iteration. The barriers keep both transposes
+    2]` (subgame, row) index pairs every iteration. The barriers keep both
     transposes and the offset indices and gathered rows materialised (not fused into the
     gathers, or the gathers into the prefix sums, which recomputed them per window).
     The same additions in the same order as the batch-last form (bit for bit). On an
@@ -305,6 +305,14 @@ def _subgames(board: dict) -> int:
     """How many subgames have their own board tables (`sd_sorted [H, *batch]`); 0 for one board."""
     tb = board["sd_sorted"].shape[1:]
     return int(np.prod(tb)) if tb else 0
+
+
+def _batch_first(board: dict, cpu: bool) -> bool:
+    """Whether the sorted showdown runs batch-first: subgames with their own boards, off the
+    CPU, at least `BATCH_FIRST_MIN_SUBGAMES` of them (then as `_showdown_kernel` where it is
+    used, else `_showdown_batch_first`)."""
+    nb = _subgames(board)
+    return not cpu and nb > 0 and nb >= BATCH_FIRST_MIN_SUBGAMES
 
 
 def _showdown_kernel(board: dict, r):
@@ -405,8 +413,7 @@ def showdown_diff(game, board: dict, r, cpu: bool):
         return r
     if dense_used(game, cpu):
         return _rows(r, lambda x: dense_apply(board["dense_showdown"], x))
-    nb = _subgames(board)
-    if not cpu and nb and nb >= BATCH_FIRST_MIN_SUBGAMES and showdown_kernel.used(r):
+    if _batch_first(board, cpu) and showdown_kernel.used(r):
         return _showdown_kernel(board, r)
     # On CPU the reach is written out first: fused into the gathers below, it would be
     # recomputed (the forward pass's path products) for every gathered row.
