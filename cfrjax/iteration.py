@@ -120,21 +120,32 @@ def join_slots(state: SolverState) -> SolverState:
     return dataclasses.replace(state, **{f: jnp.concatenate(getattr(state, f)) for f in SLOT_FIELDS})
 
 
-def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t):
+def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t, kept=None):
     """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, avg_comp,
-    prediction, leaf). The slot arrays are whole (`player` None) or pairs of halves
+    prediction, leaf, kept). The slot arrays are whole (`player` None) or pairs of halves
     (`split_slots`), of which `player`'s is replaced. `leaf`: a stateful leaf function's
     state (`SolverState.leaf`), or `None`; the form's pass updates it with this
-    (half-)iteration's averaging coefficient."""
+    (half-)iteration's averaging coefficient.
+
+    `kept`: player 1's strategy rows from player 0's half of this iteration (neither its
+    regrets nor its prediction changed since), or `None`; player 1's half then matches
+    player 0's regrets alone (`passes.regret_matching` of one player's rows, bit for bit
+    those of the whole). Player 0's half returns them as the new `kept`: a quarter of an
+    alternating iteration's regret matching saved."""
     cfg = state.config
     form = form_of(game)
     whole = (lambda a: jnp.concatenate(a)) if player is not None else (lambda a: a)   # noqa: E731
-    seen = whole(regret)
-    if player == 1 and cfg.rule in rules.PREDICTIVE:
-        # Player 0 already finished iteration t: it plays with its pending discount (for
-        # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
-        seen = jnp.concatenate([rules.discount(cfg, regret[0], t), regret[1]])
-    sigma = passes.regret_matching(game, rules.strategy_regret(cfg, seen, whole(pred)))
+    if kept is not None:
+        seen0 = regret[0]
+        if cfg.rule in rules.PREDICTIVE:
+            # Player 0 already finished iteration t: it plays with its pending discount (for
+            # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
+            seen0 = rules.discount(cfg, regret[0], t)
+        sigma = jnp.concatenate([passes.regret_matching(game, rules.strategy_regret(cfg, seen0, pred[0]), 0),
+                                 kept])
+    else:
+        sigma = passes.regret_matching(game, rules.strategy_regret(cfg, whole(regret), whole(pred)))
+    kept = sigma[game.slot_split:] if player == 0 else None
     if state.locked is not None:   # node locking (`None`: nothing locked, `cfrjax.locking.drop_idle_locks`)
         sigma = jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)
     sigma_ext = passes.extend(sigma)
@@ -157,7 +168,7 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     def put(a, new):
         return new if player is None else tuple(new if i == player else x for i, x in enumerate(a))
     return (put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), put(pred, new_pred),
-            (out[0] if out else leaf))
+            (out[0] if out else leaf), kept)
 
 
 def split_step(game, state: SolverState) -> SolverState:
@@ -173,8 +184,10 @@ def split_step(game, state: SolverState) -> SolverState:
     regret = jax.tree.map(lambda r: rules.discount(cfg, r, t_prev), state.regret)
     avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf
     players = (None,) if cfg.order == "simultaneous" else (0, 1)
+    kept = None
     for p in players:
-        regret, avg, comp, pred, leaf = _half(game, state, regret, avg, comp, pred, leaf, b_t, w_new, p, t)
+        regret, avg, comp, pred, leaf, kept = _half(game, state, regret, avg, comp, pred, leaf, b_t, w_new, p, t,
+                                                    kept)
     return dataclasses.replace(state, regret=regret, avg=avg, avg_comp=comp, avg_weight=w_new, iteration=t_int,
                                prediction=pred, leaf=leaf)
 

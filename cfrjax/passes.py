@@ -147,21 +147,41 @@ def slot_runs(infoset_slot_start) -> tuple:
     return tuple(runs) if len(runs) <= MAX_RUNS else ()
 
 
-def regret_matching(game: CompiledGame, regret):
-    """Regret matching: positive regrets normalized per information set, uniform if none. `[S, *batch] -> [S, *batch]`.
+def regret_matching(game: CompiledGame, regret, player=None):
+    """Regret matching: positive regrets normalized per information set, uniform if none.
+    `[S, *batch] -> [S, *batch]`, or of one player's slots (`player` 0 or 1, `slot_range`):
+    `[hi - lo, *batch] -> [hi - lo, *batch]`, equal bit for bit to those rows of the whole.
 
     With static runs (`slot_runs`; the public form) the pulled lowering is one elementwise
     pass over static slices, each set's total added in member order from its slots (the
     pull's adds, bit for bit), where the gathered lowering writes the totals out and
     gathers them back per slot. H200, 8,192 / 1,024 river spots, DCFR alternating
     (`bench/results/ab_node_major_kernel_h200.jsonl`): 6.20 -> 6.11 / 0.824 -> 0.798 ms
-    per iteration."""
+    per iteration. The gathered lowering of one player's rows matches the whole vector with
+    the other player's rows zero (its sets are its own)."""
+    lo, hi = slot_range(game, player)
     pos = jnp.maximum(regret, 0.0)
-    runs = getattr(game, "slot_runs", ())
+    if player is None:
+        whole = lambda: _matched(game, pos)   # noqa: E731
+    else:
+        pad = lambda n: jnp.zeros((n,) + pos.shape[1:], pos.dtype)   # noqa: E731
+        whole = lambda: _matched(game, jnp.concatenate([pad(lo), pos, pad(game.num_slots - hi)]))[lo:hi]   # noqa: E731
+    runs = _runs_within(getattr(game, "slot_runs", ()), lo, hi)
     if not runs:
-        return _matched(game, pos)
-    uniform = game.slot_uniform.astype(pos.dtype)
-    return by_platform(game, lambda: _matched_runs(runs, pos, uniform), lambda: _matched(game, pos))
+        return whole()
+    uniform = game.slot_uniform[lo:hi].astype(pos.dtype)
+    return by_platform(game, lambda: _matched_runs(runs, pos, uniform), whole)
+
+
+def _runs_within(runs: tuple, lo: int, hi: int) -> tuple:
+    """`slot_runs` of the slots `[lo, hi)` (a boundary between information sets), first
+    slots counted from `lo`."""
+    out = []
+    for s, n, a in runs:
+        first, last = max(s, lo), min(s + n * a, hi)
+        if first < last:
+            out.append((first - lo, (last - first) // a, a))
+    return tuple(out)
 
 
 def _matched(game, pos):

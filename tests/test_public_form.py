@@ -429,6 +429,16 @@ def test_regret_matching_by_static_runs_equals_the_gathered_form():
     gathered = np.asarray(jax.jit(lambda x: passes.regret_matching(dataclasses.replace(g, slot_runs=()), x))(r))
     assert np.array_equal(got, gathered)
     np.testing.assert_array_equal(got[:int(sizes[0])], np.float32(1.0 / sizes[0]))
+    # One player's rows (alternating order's second half matches player 0 alone), both
+    # lowerings: those rows of the whole, bit for bit.
+    for p in (0, 1):
+        lo, hi = passes.slot_range(g, p)
+        for h in (g, dataclasses.replace(g, slot_runs=())):
+            rows = jax.jit(lambda x, h=h, p=p: passes.regret_matching(h, x, p))(r[lo:hi])
+            assert np.array_equal(np.asarray(rows), got[lo:hi]), (p, h.slot_runs)
+    # a run of equal-sized sets across the players' boundary is cut there
+    assert passes._runs_within(((0, 1, 3), (3, 4, 2)), 0, 7) == ((0, 1, 3), (3, 2, 2))
+    assert passes._runs_within(((0, 1, 3), (3, 4, 2)), 7, 11) == ((0, 2, 2),)
     assert passes.slot_runs(np.arange(0, 2 * (passes.MAX_RUNS + 2), 2)) != ()
     assert passes.slot_runs(np.cumsum([0] + [2, 3] * passes.MAX_RUNS)) == ()
 
