@@ -120,7 +120,7 @@ def join_slots(state: SolverState) -> SolverState:
     return dataclasses.replace(state, **{f: jnp.concatenate(getattr(state, f)) for f in SLOT_FIELDS})
 
 
-def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t, kept=None):
+def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t, kept=None, stored=None):
     """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, avg_comp,
     prediction, leaf, kept). The slot arrays are whole (`player` None) or pairs of halves
     (`split_slots`), of which `player`'s is replaced. `leaf`: a stateful leaf function's
@@ -131,7 +131,12 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     regrets nor its prediction changed since), or `None`; player 1's half then matches
     player 0's regrets alone (`passes.regret_matching` of one player's rows, bit for bit
     those of the whole). Player 0's half returns them as the new `kept`: a quarter of an
-    alternating iteration's regret matching saved."""
+    alternating iteration's regret matching saved.
+
+    `stored`: the first (half-)update's `(regrets as stored, discount factors)`
+    (`rules.discount_factors`, LCFR and DCFR): regret matching discounts them itself
+    (`passes.regret_matching`), so on a GPU the discounted regrets are not written out for
+    it (the matching kernel reads the stored ones)."""
     cfg = state.config
     form = form_of(game)
     whole = (lambda a: jnp.concatenate(a)) if player is not None else (lambda a: a)   # noqa: E731
@@ -143,6 +148,8 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
             seen0 = rules.discount(cfg, regret[0], t)
         sigma = jnp.concatenate([passes.regret_matching(game, rules.strategy_regret(cfg, seen0, pred[0]), 0),
                                  kept])
+    elif stored is not None and stored[1] is not None and cfg.rule not in rules.PREDICTIVE:
+        sigma = passes.regret_matching(game, stored[0], factors=stored[1])
     else:
         sigma = passes.regret_matching(game, rules.strategy_regret(cfg, whole(regret), whole(pred)))
     kept = sigma[game.slot_split:] if player == 0 else None
@@ -182,12 +189,14 @@ def split_step(game, state: SolverState) -> SolverState:
     w_new = a_t * state.avg_weight + b_t
     t_prev = state.iteration.astype(dt)
     regret = jax.tree.map(lambda r: rules.discount(cfg, r, t_prev), state.regret)
+    stored = (state.regret, rules.discount_factors(cfg, t_prev))
     avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf
     players = (None,) if cfg.order == "simultaneous" else (0, 1)
     kept = None
     for p in players:
         regret, avg, comp, pred, leaf, kept = _half(game, state, regret, avg, comp, pred, leaf, b_t, w_new, p, t,
-                                                    kept)
+                                                    kept, stored)
+        stored = None
     return dataclasses.replace(state, regret=regret, avg=avg, avg_comp=comp, avg_weight=w_new, iteration=t_int,
                                prediction=pred, leaf=leaf)
 

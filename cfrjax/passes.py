@@ -39,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax import matching_kernel
 from cfrjax.game import CompiledGame
 
 #: Segments at most this wide are summed by an unrolled chain of adds, in member order
@@ -147,30 +148,50 @@ def slot_runs(infoset_slot_start) -> tuple:
     return tuple(runs) if len(runs) <= MAX_RUNS else ()
 
 
-def regret_matching(game: CompiledGame, regret, player=None):
+def regret_matching(game: CompiledGame, regret, player=None, factors=None):
     """Regret matching: positive regrets normalized per information set, uniform if none.
     `[S, *batch] -> [S, *batch]`, or of one player's slots (`player` 0 or 1, `slot_range`):
     `[hi - lo, *batch] -> [hi - lo, *batch]`, equal bit for bit to those rows of the whole.
+    `factors`: `None`, or the rule's per-sign discount `(pos, neg)` (`[*batch]` or scalars,
+    `cfrjax.rules.discount_factors`) applied first: `r * where(r > 0, pos, neg)`.
+    `regret` may be the pair of the players' halves (`cfrjax.iteration.split_slots`), the
+    rows of the whole.
 
     With static runs (`slot_runs`; the public form) the pulled lowering is one elementwise
     pass over static slices, each set's total added in member order from its slots (the
     pull's adds, bit for bit), where the gathered lowering writes the totals out and
     gathers them back per slot. H200, 8,192 / 1,024 river spots, DCFR alternating
     (`bench/results/ab_node_major_kernel_h200.jsonl`): 6.20 -> 6.11 / 0.824 -> 0.798 ms
-    per iteration. The gathered lowering of one player's rows matches the whole vector with
-    the other player's rows zero (its sets are its own)."""
+    per iteration. Given `factors`, on an NVIDIA GPU in float32, that pass is one Pallas
+    kernel (`cfrjax.matching_kernel`), which discounts the stored regrets itself (without
+    factors XLA fuses the pass with its producer or consumer, which a kernel cannot). The gathered
+    lowering of one player's rows matches the whole vector with the other player's rows
+    zero (its sets are its own)."""
     lo, hi = slot_range(game, player)
+    runs = _runs_within(getattr(game, "slot_runs", ()), lo, hi)
+    parts = regret
+    if isinstance(regret, tuple):   # the players' halves (`player` None): the kernel reads them in place
+        regret = jnp.concatenate(regret)
+    if runs and factors is not None and matching_kernel.used(regret, max(a for _, _, a in runs)):
+        first = np.concatenate([lo_ + a * np.arange(n) for lo_, n, a in runs]).astype(np.int32)
+        count = np.concatenate([np.full(n, a) for _, n, a in runs]).astype(np.int32)
+        uniform = game.slot_uniform[lo:hi]
+        kernel = lambda: matching_kernel.regret_matching(   # noqa: E731
+            parts, jnp.asarray(first), jnp.asarray(count), uniform, int(count.max()), factors)
+    else:
+        kernel = None
+    if factors is not None:
+        regret = regret * jnp.where(regret > 0, *factors)
     pos = jnp.maximum(regret, 0.0)
     if player is None:
         whole = lambda: _matched(game, pos)   # noqa: E731
     else:
         pad = lambda n: jnp.zeros((n,) + pos.shape[1:], pos.dtype)   # noqa: E731
         whole = lambda: _matched(game, jnp.concatenate([pad(lo), pos, pad(game.num_slots - hi)]))[lo:hi]   # noqa: E731
-    runs = _runs_within(getattr(game, "slot_runs", ()), lo, hi)
     if not runs:
         return whole()
     uniform = game.slot_uniform[lo:hi].astype(pos.dtype)
-    return by_platform(game, lambda: _matched_runs(runs, pos, uniform), whole)
+    return by_platform(game, kernel or (lambda: _matched_runs(runs, pos, uniform)), whole)
 
 
 def _runs_within(runs: tuple, lo: int, hi: int) -> tuple:

@@ -198,12 +198,21 @@ def _lower_power_of_4(s):
     return jnp.where(s > 0, jnp.left_shift(jnp.int32(1), log2 & ~1), 0)
 
 
+def discount_factors(config: Config, t_prev):
+    """`(pos, neg)`: the per-sign factors of LCFR's and DCFR's `discount`, `regret *
+    where(regret > 0, pos, neg)` (shaped as `t_prev`), or `None` for the other rules.
+    Regret matching takes them to discount the stored regrets itself
+    (`cfrjax.passes.regret_matching`)."""
+    if config.rule in ("lcfr", "dcfr"):
+        return _d(t_prev, config.alpha), _d(t_prev, config.beta)
+    return None
+
+
 def discount(config: Config, regret, t_prev):
     """The discount hook, before the passes of iteration `t_prev + 1` (`t_prev` float)."""
-    if config.rule in ("lcfr", "dcfr"):
-        pos = _d(t_prev, config.alpha)
-        neg = _d(t_prev, config.beta)
-        return regret * jnp.where(regret > 0, pos, neg)
+    factors = discount_factors(config, t_prev)
+    if factors is not None:
+        return regret * jnp.where(regret > 0, *factors)
     if config.rule == "pdcfr+":
         return regret * _d(t_prev, config.alpha)
     return regret

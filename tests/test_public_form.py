@@ -415,10 +415,13 @@ def test_sorted_dense_and_lowerings_agree(case):
     np.testing.assert_allclose(yd, ys, rtol=0, atol=1e-15)
 
 
-def test_regret_matching_by_static_runs_equals_the_gathered_form():
+def test_regret_matching_by_static_runs_equals_the_gathered_form(monkeypatch):
     """Regret matching over the public form's static runs of equal-sized decision nodes
-    (`slot_runs`, accelerators' pulled lowering) gives the gathered form's strategy bit for
-    bit, uniform where a node's regrets are all non-positive; no runs: the gathered form."""
+    (`slot_runs`, accelerators' pulled lowering, in XLA) gives the gathered form's strategy
+    bit for bit, uniform where a node's regrets are all non-positive; no runs: the
+    gathered form."""
+    from cfrjax import matching_kernel
+    monkeypatch.setattr(matching_kernel, "ENABLED", False)
     g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull")
     sizes = np.diff(np.asarray(g.infoset_slot_start))
     assert len(g.slot_runs) >= 2 and sum(n * a for _, n, a in g.slot_runs) == g.num_slots
@@ -441,6 +444,44 @@ def test_regret_matching_by_static_runs_equals_the_gathered_form():
     assert passes._runs_within(((0, 1, 3), (3, 4, 2)), 7, 11) == ((0, 2, 2),)
     assert passes.slot_runs(np.arange(0, 2 * (passes.MAX_RUNS + 2), 2)) != ()
     assert passes.slot_runs(np.cumsum([0] + [2, 3] * passes.MAX_RUNS)) == ()
+
+
+def test_regret_matching_kernel_equals_the_xla_form(monkeypatch):
+    """The Pallas regret-matching kernel (compiled on an NVIDIA GPU, else in Pallas's
+    interpreter) gives the static runs' strategy to float32 rounding, discounting the
+    stored regrets itself, for all slots and for each player's; `regret_matching` runs it
+    exactly where it is used."""
+    from cfrjax import matching_kernel
+    g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull")
+    rng = np.random.default_rng(8)
+    r = jnp.asarray(rng.normal(size=(g.num_slots, 9, 3)), jnp.float32)       # [S, H, batch]
+    r = r.at[:3, :4].set(-1.0)                                                # uniform where nothing is positive
+    factors = (jnp.asarray([0.5, 0.9, 0.25], jnp.float32), jnp.asarray([0.5, 0.4, 0.75], jnp.float32))
+    discounted = r * jnp.where(r > 0, *factors)
+
+    def run(player, f):
+        lo, hi = passes.slot_range(g, player)
+        return np.asarray(jax.jit(lambda x: passes.regret_matching(g, x, player, f))(r[lo:hi]))
+    monkeypatch.setattr(matching_kernel, "ENABLED", False)
+    assert not matching_kernel.used(r, 3)
+    xla = {p: run(p, factors) for p in (None, 0, 1)}
+    monkeypatch.setattr(matching_kernel, "ENABLED", True)
+    monkeypatch.setattr(matching_kernel, "INTERPRET", jax.default_backend() != "gpu")
+    monkeypatch.setattr(matching_kernel, "MIN_COLUMNS", 0)    # compiled at this size too on a GPU
+    assert matching_kernel.used(r, 3) and not matching_kernel.used(r, matching_kernel.MAX_ACTIONS + 1)
+    for p in (None, 0, 1):
+        got = run(p, factors)
+        np.testing.assert_allclose(got, xla[p], rtol=2e-7, atol=0)
+        lo, hi = passes.slot_range(g, p)
+        np.testing.assert_allclose(got, np.asarray(passes.regret_matching(
+            dataclasses.replace(g, slot_runs=()), discounted[lo:hi], p)), rtol=2e-7, atol=0)
+    k = g.slot_split    # the players' halves, read in place
+    halves = np.asarray(jax.jit(lambda a, b: passes.regret_matching(g, (a, b), None, factors))(r[:k], r[k:]))
+    assert np.array_equal(halves, run(None, factors))
+    np.testing.assert_array_equal(run(None, None)[:3, :4], np.float32(1 / 3))
+    np.testing.assert_allclose(run(None, None), np.asarray(passes.regret_matching(dataclasses.replace(
+        g, slot_runs=()), r)), rtol=2e-7, atol=0)
+    assert not np.array_equal(run(None, factors), run(None, None))
 
 
 def test_dense_float32_product_is_exact_split():
