@@ -140,18 +140,18 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     cfg = state.config
     form = form_of(game)
     whole = (lambda a: jnp.concatenate(a)) if player is not None else (lambda a: a)   # noqa: E731
+    seen = regret
+    if player == 1 and cfg.rule in rules.PREDICTIVE:
+        # Player 0 already finished iteration t: it plays with its pending discount (for
+        # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
+        seen = (rules.discount(cfg, regret[0], t), regret[1])
     if kept is not None:
-        seen0 = regret[0]
-        if cfg.rule in rules.PREDICTIVE:
-            # Player 0 already finished iteration t: it plays with its pending discount (for
-            # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
-            seen0 = rules.discount(cfg, regret[0], t)
-        sigma = jnp.concatenate([passes.regret_matching(game, rules.strategy_regret(cfg, seen0, pred[0]), 0),
+        sigma = jnp.concatenate([passes.regret_matching(game, rules.strategy_regret(cfg, seen[0], pred[0]), 0),
                                  kept])
     elif stored is not None and stored[1] is not None and cfg.rule not in rules.PREDICTIVE:
         sigma = passes.regret_matching(game, stored[0], factors=stored[1])
     else:
-        sigma = passes.regret_matching(game, rules.strategy_regret(cfg, whole(regret), whole(pred)))
+        sigma = passes.regret_matching(game, rules.strategy_regret(cfg, whole(seen), whole(pred)))
     kept = sigma[game.slot_split:] if player == 0 else None
     if state.locked is not None:   # node locking (`None`: nothing locked, `cfrjax.locking.drop_idle_locks`)
         sigma = jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)
@@ -178,6 +178,20 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
             (out[0] if out else leaf), kept)
 
 
+#: From this many columns per slot (hands times batch) an iteration keeps player 1's
+#: strategy rows for its second half and matches the stored regrets (`_half`'s `kept`,
+#: `stored`); smaller solves are kernel launches, not bytes, and keep the plain form:
+#: one river spot (1,081 columns) ran 0.080 -> 0.100 ms/iter with them (H200, DCFR
+#: alternating, `bench/results/ab_matching_kernel_h200.jsonl`).
+WIDE_COLUMNS = 1 << 17
+
+
+def _columns(regret) -> int:
+    """Columns per slot of the regrets (whole or split: `split_slots`)."""
+    first = regret[0] if isinstance(regret, tuple) else regret
+    return first.size // max(first.shape[0], 1)
+
+
 def split_step(game, state: SolverState) -> SolverState:
     """`step` on a state whose slot arrays are split (`split_slots`); returns it split.
     The body of `cfrjax.driver.run_steps`' scan."""
@@ -189,7 +203,8 @@ def split_step(game, state: SolverState) -> SolverState:
     w_new = a_t * state.avg_weight + b_t
     t_prev = state.iteration.astype(dt)
     regret = jax.tree.map(lambda r: rules.discount(cfg, r, t_prev), state.regret)
-    stored = (state.regret, rules.discount_factors(cfg, t_prev))
+    wide = _columns(state.regret) >= WIDE_COLUMNS
+    stored = (state.regret, rules.discount_factors(cfg, t_prev)) if wide else None
     avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf
     players = (None,) if cfg.order == "simultaneous" else (0, 1)
     kept = None
@@ -197,6 +212,7 @@ def split_step(game, state: SolverState) -> SolverState:
         regret, avg, comp, pred, leaf, kept = _half(game, state, regret, avg, comp, pred, leaf, b_t, w_new, p, t,
                                                     kept, stored)
         stored = None
+        kept = kept if wide else None
     return dataclasses.replace(state, regret=regret, avg=avg, avg_comp=comp, avg_weight=w_new, iteration=t_int,
                                prediction=pred, leaf=leaf)
 
