@@ -180,10 +180,11 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
 
 #: From this many columns per slot (hands times batch) an iteration keeps player 1's
 #: strategy rows for its second half and matches the stored regrets (`_half`'s `kept`,
-#: `stored`); smaller solves are kernel launches, not bytes, and keep the plain form:
-#: one river spot (1,081 columns) ran 0.080 -> 0.100 ms/iter with them (H200, DCFR
-#: alternating, `bench/results/ab_matching_kernel_h200.jsonl`).
-WIDE_COLUMNS = 1 << 17
+#: `stored`); smaller solves are kernel launches, not bytes, and keep the plain form.
+#: H200, DCFR alternating, river spots of 1,081 hands, ms/iter
+#: (`bench/results/ab_matching_kernel_h200.jsonl`): one spot 0.080 -> 0.100 with them,
+#: 128 spots 0.176 -> 0.181, 1,024 spots 0.783 -> 0.762, 8,192 spots 5.83 -> 5.38.
+WIDE_COLUMNS = 1 << 18
 
 
 def _columns(regret) -> int:
