@@ -167,11 +167,11 @@ def regret_matching(game: CompiledGame, regret, player=None, factors=None):
     factors XLA fuses the pass with its producer or consumer, which a kernel cannot). The gathered
     lowering of one player's rows matches the whole vector with the other player's rows
     zero (its sets are its own)."""
-    lo, hi = slot_range(game, player)
-    runs = _runs_within(getattr(game, "slot_runs", ()), lo, hi)
     parts = regret
     if isinstance(regret, tuple):   # the players' halves (`player` None): the kernel reads them in place
         regret = jnp.concatenate(regret)
+    lo, hi = (0, regret.shape[0]) if player is None else slot_range(game, player)
+    runs = _runs_within(getattr(game, "slot_runs", ()), lo, hi)
     if runs and factors is not None and matching_kernel.used(regret, max(a for _, _, a in runs)):
         first = np.concatenate([lo_ + a * np.arange(n) for lo_, n, a in runs]).astype(np.int32)
         count = np.concatenate([np.full(n, a) for _, n, a in runs]).astype(np.int32)

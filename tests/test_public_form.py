@@ -585,27 +585,33 @@ def test_errors():
                                               terminals="dense"))   # axis specs and the like build fine
 
 
-@pytest.mark.parametrize("rule,order", [("dcfr", "alternating"), ("pdcfr+", "alternating"), ("cfr+", "alternating"),
-                                        ("dcfr", "simultaneous")])
-def test_wide_iteration_equals_the_plain_form(monkeypatch, rule, order):
+WIDE = [(rule, order, form) for rule, order in (("dcfr", "alternating"), ("pdcfr+", "alternating"),
+                                                 ("cfr+", "alternating"), ("dcfr", "simultaneous"))
+        for form in ("public", "tabular")]
+
+
+@pytest.mark.parametrize("rule,order,form", cases(WIDE, [("dcfr", "alternating", "public"),
+                                                         ("pdcfr+", "alternating", "tabular")], unpack=True))
+def test_wide_iteration_equals_the_plain_form(monkeypatch, rule, order, form):
     """Iterations of a wide solve (`iteration.WIDE_COLUMNS`: player 1's strategy rows
     kept for the second half, regret matching of the stored regrets with the rule's
-    discount factors) give the plain form's state to float32 rounding, public and tabular
-    (the same strategies; XLA fuses their neighbours differently, and a multiply-add it
-    contracts in one program and not the other rounds differently). A stale or wrongly
-    discounted strategy would differ by far more after four iterations."""
+    discount factors) give the plain form's state to float32 rounding (the same
+    strategies; XLA fuses their neighbours differently, and a multiply-add it contracts
+    in one program and not the other rounds differently). A stale or wrongly discounted
+    strategy would differ by far more after four iterations."""
     from cfrjax import iteration
-    games = {"public": dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull"),
-             "tabular": cfrjax.load_game("kuhn_poker")}
-    for name, g in games.items():
-        state = cfrjax.init(g, rule=rule, order=order, dtype="float32")
-        out = {}
-        for wide in (False, True):
-            monkeypatch.setattr(iteration, "WIDE_COLUMNS", 0 if wide else 1 << 62)
-            run = jax.jit(lambda g, s: jax.lax.fori_loop(0, 4, lambda i, x: cfrjax.step(g, x), s))   # traced anew
-            out[wide] = run(g, state)
-        unit = float(np.abs(np.asarray(out[False].avg)).max())    # the compensation's rounding is the average's
-        for a, b in zip(jax.tree.leaves(out[True]), jax.tree.leaves(out[False])):
-            a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-            assert np.abs(a - b).max() <= 1e-5 * max(np.abs(b).max(), unit), name
-        assert float(jnp.abs(out[True].regret).max()) > 0, name
+    if form == "public":
+        g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull")
+    else:
+        g = cfrjax.load_game("kuhn_poker")
+    state = cfrjax.init(g, rule=rule, order=order, dtype="float32")
+    out = {}
+    for wide in (False, True):
+        monkeypatch.setattr(iteration, "WIDE_COLUMNS", 0 if wide else 1 << 62)
+        run = jax.jit(lambda g, s: jax.lax.fori_loop(0, 4, lambda i, x: cfrjax.step(g, x), s))   # traced anew
+        out[wide] = run(g, state)
+    unit = float(np.abs(np.asarray(out[False].avg)).max())    # the compensation's rounding is the average's
+    for a, b in zip(jax.tree.leaves(out[True]), jax.tree.leaves(out[False])):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        assert np.abs(a - b).max() <= 1e-5 * max(np.abs(b).max(), unit)
+    assert float(jnp.abs(out[True].regret).max()) > 0

@@ -143,3 +143,90 @@ def showdown(x, sorted_t, cards_t, index_t):
         compiler_params=plt.CompilerParams(num_warps=WARPS), name="cfrjax_showdown")(
             x.reshape(nb * Q, H), sorted_t, cards_t, index_t)[2]
     return out.reshape(nb, Q, H)
+
+
+#: The batch-last form (`showdown_tiles`): subgames per program and warps per program.
+SPOTS, TILE_WARPS = 8, 8
+#: Which form `terminals._showdown_kernel` runs: "tiles" (batch-last, no transposes) or
+#: "node_major".
+FORM = "tiles"
+
+
+def _tiles_kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H, Q, C, M, nb):
+    """Program `(q, j)`: showdown node `q` of subgames `[j SPOTS, (j + 1) SPOTS)`, read
+    from and written to the batch-last `[Q H, nb]` in place: `SPOTS` consecutive subgames
+    of one hand fill a memory sector, so neither side needs a transpose. Otherwise
+    `_kernel`'s steps, `SPOTS` rows at a time."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plt
+
+    q, j = pl.program_id(0), pl.program_id(1)
+    s = jnp.arange(SPOTS)[:, None]
+    b = j * SPOTS + s                                                          # [S, 1]
+    live_b = b < nb
+    bq = jnp.where(live_b, b, 0)
+    Hp = _pow2(H + 1)
+    h = jnp.arange(Hp)[None, :]
+    bh, hh = jnp.broadcast_to(bq, (SPOTS, Hp)), jnp.broadcast_to(h, (SPOTS, Hp))
+    inside = live_b & (hh < H)
+    idx = plt.load(sorted_ref.at[bh, hh], mask=inside, other=0)
+    rows = plt.load(x_ref.at[q * H + idx, bh], mask=inside, other=0.0)
+    total = jnp.sum(rows, axis=1)[:, None]
+    trow = bh * Q + q
+    plt.store(g_ref.at[trow, hh], jnp.cumsum(rows, axis=1) - rows - 0.5 * total, mask=live_b & (hh <= H))
+    # Cards: (subgame, card) pairs as rows, CARD_BLOCK cards of each subgame a step.
+    Mp = _pow2(M + 1)
+    sk = jnp.arange(SPOTS * CARD_BLOCK)[:, None]
+    m = jnp.arange(Mp)[None, :]
+    sb = j * SPOTS + sk // CARD_BLOCK
+    live_s = sb < nb
+    sbq = jnp.broadcast_to(jnp.where(live_s, sb, 0), (SPOTS * CARD_BLOCK, Mp))
+    mm = jnp.broadcast_to(m, (SPOTS * CARD_BLOCK, Mp))
+
+    def cards(i, carry):
+        k = jnp.broadcast_to(i * CARD_BLOCK + sk % CARD_BLOCK, (SPOTS * CARD_BLOCK, Mp))
+        held = live_s & (k < C) & (mm < M)
+        cidx = plt.load(cards_ref.at[sbq, k, mm], mask=held, other=H)
+        live = held & (cidx < H)
+        vals = plt.load(x_ref.at[q * H + jnp.where(live, cidx, 0), sbq], mask=live, other=0.0)
+        ctot = jnp.sum(vals, axis=1)[:, None]
+        plt.store(c_ref.at[sbq * Q + q, k * (M + 1) + mm], 0.5 * ctot - (jnp.cumsum(vals, axis=1) - vals),
+                  mask=live_s & (k < C) & (mm <= M))
+        return carry
+
+    jax.lax.fori_loop(0, pl.cdiv(C, CARD_BLOCK), cards, 0)
+    if not INTERPRET:
+        plt.debug_barrier()
+    hb = jnp.arange(PICK_BLOCK)[None, :]
+    bp = jnp.broadcast_to(bq, (SPOTS, PICK_BLOCK))
+    tp = bp * Q + q
+
+    def pick(i, carry):
+        hp = jnp.broadcast_to(i * PICK_BLOCK + hb, (SPOTS, PICK_BLOCK))
+        hm = live_b & (hp < H)
+        acc = jnp.zeros((SPOTS, PICK_BLOCK), jnp.float32)
+        for k in range(6):
+            e = plt.load(index_ref.at[bp, hp, jnp.full((SPOTS, PICK_BLOCK), k)], mask=hm, other=0)
+            ref, e = (g_ref, e) if k < 2 else (c_ref, e - (H + 1))
+            acc = acc + plt.load(ref.at[tp, e], mask=hm, other=0.0)
+        plt.store(out_ref.at[q * H + hp, bp], acc, mask=hm)
+        return carry
+
+    jax.lax.fori_loop(0, pl.cdiv(H, PICK_BLOCK), pick, 0)
+
+
+def showdown_tiles(x, sorted_t, cards_t, index_t):
+    """`Wk - St` of `nb` subgames with `Q` showdown nodes each, batch-last: `x [Q, H, nb]`
+    float32 -> `[Q, H, nb]` (tables batch-first as `showdown`'s)."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plt
+
+    Q, H, nb = x.shape
+    C, M = cards_t.shape[1:]
+    shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (Q * H, nb))
+    out = pl.pallas_call(
+        functools.partial(_tiles_kernel, H=H, Q=Q, C=C, M=M, nb=nb),
+        out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(Q, pl.cdiv(nb, SPOTS)),
+        interpret=INTERPRET, compiler_params=plt.CompilerParams(num_warps=TILE_WARPS), name="cfrjax_showdown")(
+            x.reshape(Q * H, nb), sorted_t, cards_t, index_t)[2]
+    return out.reshape(Q, H, nb)
