@@ -331,13 +331,9 @@ def _showdown_kernel(board: dict, r):
     H, nb = r.shape[2], _subgames(board)
     C, M = board["sd_card_sorted"].shape[:2]
     Q = r.size // (H * nb)
-    first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)          # noqa: E731
-    if showdown_kernel.FORM == "tiles":
-        return showdown_kernel.showdown_tiles(r.reshape(Q, H, nb), first(board["sd_sorted"], H),
-                                              first(board["sd_card_sorted"], C, M),
-                                              first(board["sd_index"], H, 6)).reshape(r.shape)
     x = r.reshape(Q, H, nb)
     x = jax.lax.optimization_barrier(jnp.transpose(x, (2, 0, 1)).reshape(-1)).reshape(nb, Q, H)
+    first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)          # noqa: E731
     out = showdown_kernel.showdown(x, first(board["sd_sorted"], H),
                                    first(board["sd_card_sorted"], C, M), first(board["sd_index"], H, 6))
     return jax.lax.optimization_barrier(jnp.transpose(out, (1, 2, 0)).reshape(-1)).reshape(r.shape)
