@@ -353,6 +353,7 @@ def test_libratus_endgame1_equals_tabular():
     assert float(ev_pub) == pytest.approx(float(ev_tab), rel=1e-12)
 
 
+@pytest.mark.slow   # the default suite runs whole solves of both forms (test_public_solver)
 def test_cfr_iterations_match_tabular():
     """Three CFR iterations of a local public loop (regret matching of `[S, H]` regrets,
     `regret_pass`, running average) against `cfrjax.step` on the tabular form. Regret
@@ -543,6 +544,7 @@ def test_root_ranges_read_back_the_spec_ranges():
         cfrjax.root_ranges(cfrjax.load_game("kuhn_poker"))
 
 
+@pytest.mark.slow   # batches = loops in the default suite: test_public_solver, test_boards, test_retarget, test_depth_limited
 def test_batch_axes_equal_loop():
     cfg = small_turn()
     g = build_public(cfg, hands="support")
