@@ -41,7 +41,8 @@ MIN_COLUMNS = 1 << 22
 
 
 def nvidia_gpu() -> bool:
-    """Whether the default backend is an NVIDIA GPU (where Pallas lowers to Triton)."""
+    """Whether the default backend is an NVIDIA GPU (where Pallas lowers to Triton; both
+    kernels' `used`)."""
     try:
         return jax.default_backend() == "gpu" and jax.devices()[0].device_kind.startswith("NVIDIA")
     except RuntimeError:
@@ -59,7 +60,8 @@ def used(x, widest: int) -> bool:
     return INTERPRET or nvidia_gpu()
 
 
-def _pow2(n: int) -> int:
+def pow2(n: int) -> int:
+    """The least power of two `>= n` (Triton's block sizes; also `public.showdown_kernel`)."""
     return 1 << max(0, int(n) - 1).bit_length()
 
 
@@ -124,7 +126,7 @@ def regret_matching(x, first, count, uniform, widest: int, factors=None):
     F = pos.shape[0]
     if N % F:
         raise ValueError(f"discount factors of {F} entries do not tile {N} columns")
-    A = _pow2(widest)
+    A = pow2(widest)
     out = pl.pallas_call(
         functools.partial(_kernel, N=N, F=F, A=A, split=split if len(parts) > 1 else S),
         out_shape=jax.ShapeDtypeStruct((S, N), x.dtype), grid=(first.shape[0], pl.cdiv(N, BLOCK)),

@@ -175,9 +175,8 @@ def regret_matching(game: CompiledGame, regret, player=None, factors=None):
     if runs and factors is not None and matching_kernel.used(regret, max(a for _, _, a in runs)):
         first = np.concatenate([lo_ + a * np.arange(n) for lo_, n, a in runs]).astype(np.int32)
         count = np.concatenate([np.full(n, a) for _, n, a in runs]).astype(np.int32)
-        uniform = game.slot_uniform[lo:hi]
         kernel = lambda: matching_kernel.regret_matching(   # noqa: E731
-            parts, jnp.asarray(first), jnp.asarray(count), uniform, int(count.max()), factors)
+            parts, jnp.asarray(first), jnp.asarray(count), game.slot_uniform[lo:hi], int(count.max()), factors)
     else:
         kernel = None
     if factors is not None:

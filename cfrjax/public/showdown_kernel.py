@@ -32,6 +32,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from cfrjax.matching_kernel import nvidia_gpu, pow2
+
 #: Use the kernel on NVIDIA GPUs (set False to run the XLA form there, e.g. on a jaxlib
 #: without Pallas's Triton lowering).
 ENABLED = True
@@ -51,16 +53,7 @@ def used(x) -> bool:
     evaluation) and backends run the XLA form."""
     if x.dtype != jnp.float32 or not ENABLED:
         return False
-    if INTERPRET:
-        return True
-    try:   # Triton: NVIDIA GPUs
-        return jax.default_backend() == "gpu" and jax.devices()[0].device_kind.startswith("NVIDIA")
-    except RuntimeError:
-        return False
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, int(n) - 1).bit_length()
+    return INTERPRET or nvidia_gpu()
 
 
 def _grid2(rows, cols):
@@ -81,7 +74,7 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
     p = pl.program_id(0)
     b = p // Q
     # G = P - P[H] / 2, its entry H = P[H] / 2.
-    Hp = _pow2(H + 1)
+    Hp = pow2(H + 1)
     h = jnp.arange(Hp)
     idx = plt.load(sorted_ref.at[jnp.full((Hp,), b), h], mask=h < H, other=0)
     ph = jnp.full((Hp,), p)
@@ -89,7 +82,7 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
     total = jnp.sum(rows)
     plt.store(g_ref.at[ph, h], jnp.cumsum(rows) - rows - 0.5 * total, mask=h <= H)
     # -D_k = P_k[M] / 2 - P_k (entry M: -P_k[M] / 2), CARD_BLOCK cards at a time.
-    Mp = _pow2(M + 1)
+    Mp = pow2(M + 1)
     m = jnp.arange(Mp)
     kk = jnp.arange(CARD_BLOCK)
     pc = jnp.full((CARD_BLOCK, Mp), p)
