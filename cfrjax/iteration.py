@@ -146,8 +146,8 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
         # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
         seen = (rules.discount(cfg, regret[0], t), regret[1])
     if kept is not None:
-        sigma = jnp.concatenate([passes.regret_matching(game, rules.strategy_regret(cfg, seen[0], pred[0]), 0),
-                                 kept])
+        sigma = jnp.concatenate([passes.regret_matching(game, rules.strategy_regret(cfg, seen[0], pred[0]), 0,
+                                                        kernel=cfg.rule not in rules.PREDICTIVE), kept])
     elif stored is not None and stored[1] is not None and cfg.rule not in rules.PREDICTIVE:
         sigma = passes.regret_matching(game, stored[0], factors=stored[1])
     else:

@@ -198,6 +198,42 @@ def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
     assert np.array_equal(first, last) and np.array_equal(first, one)
 
 
+def test_fold_kernel_equals_the_xla_form(monkeypatch):
+    """The Pallas fold kernel (compiled on an NVIDIA GPU, else in Pallas's interpreter)
+    gives the compatible reach times stake and `1 / Z` of the XLA form to float32
+    rounding, against a float64 matrix product, on a hand list in no order with some
+    pairs of cards missing, and `fold_values` runs it exactly where it is used
+    (batch-last subgames, a multiple of its block)."""
+    from cfrjax.public import fold_kernel
+    rng = np.random.default_rng(5)
+    hand_cards = rng.permutation([(a, b) for a in range(9) for b in range(a + 1, 9)]).astype(np.int32)  # 36 hands
+    hand_cards[::2] = hand_cards[::2, ::-1]                                     # in any order, cards either way
+    hand_cards = hand_cards[:-3]                                                # and some pairs not hands
+    H = len(hand_cards)
+    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None, hand_cards=jnp.asarray(hand_cards),
+                                 card_hands=jnp.asarray(pt.card_table(hand_cards, 9)))
+    r = jnp.asarray(rng.random((3, 2, H, 2, 64)), jnp.float32)                # [F, L, H, *batch]
+    row = jnp.asarray(rng.normal(size=(3, 2, 1, 1, 1)), jnp.float32)
+    inv_z = jnp.asarray(rng.random((1, 1, 1, 2, 64)) + 0.5, jnp.float32)
+    values = lambda v: np.asarray(jax.jit(lambda v: pt.fold_values(game, v, row, inv_z, False))(v))   # noqa: E731
+    monkeypatch.setattr(fold_kernel, "ENABLED", False)
+    assert not fold_kernel.used(r)
+    xla = values(r)
+    monkeypatch.setattr(fold_kernel, "ENABLED", True)
+    monkeypatch.setattr(fold_kernel, "INTERPRET", jax.default_backend() != "gpu")
+    monkeypatch.setattr(fold_kernel, "MIN_SUBGAMES", 0)     # compiled at this size too on a GPU
+    assert fold_kernel.used(r) and not fold_kernel.used(r[..., :40]) and not fold_kernel.used(r.astype(jnp.bfloat16))
+    kernel = values(r)
+    direct = np.asarray(jax.jit(fold_kernel.fold_values)(r, fold_kernel.pair_table(hand_cards[:, ::-1], 9),
+                                                         row[:, :, 0, 0, 0], inv_z[0, 0, 0]))
+    compat = pt.compat_matrix(hand_cards).astype(np.float64)
+    exact = np.einsum("hk,flk...->flh...", compat, np.asarray(r, np.float64)) * np.asarray(row) * np.asarray(inv_z)
+    scale = float(np.abs(exact).max())
+    np.testing.assert_allclose(kernel, exact, rtol=0, atol=1e-6 * scale)
+    np.testing.assert_allclose(xla, exact, rtol=0, atol=1e-6 * scale)
+    assert np.array_equal(kernel, direct) and not np.array_equal(kernel, xla)
+
+
 def test_showdown_kernels_equal_the_xla_form(monkeypatch):
     """The Pallas showdown kernel (compiled on an NVIDIA GPU, else in Pallas's
     interpreter) gives the XLA batch-first form's values to float32 rounding, on padded

@@ -6,7 +6,9 @@ Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a t
 * **Fold** (`fold_compat`): `C(h) = sum_{h'} compat(h, h') r[h'] = T - S[c1] - S[c2] + r[h]`
   with `T = sum r` and `S[c]` the reach of the hands holding card `c` (both players share
   one hand list, so the opponent's copy of `h` itself, counted in both `S` terms, is
-  `r[h]`). O(H) per terminal: one gather of each card's hands (`card_hands`).
+  `r[h]`). O(H) per terminal: one gather of each card's hands (`card_hands`). Batches
+  of thousands of spots on an NVIDIA GPU run it batch-last as one Pallas kernel with
+  the stake and `1 / Z` (`fold_values`, `cfrjax.public.fold_kernel`).
 * **Showdown** (`showdown_diff`): `D(h) = Wk(h) - St(h)`, the compatible opponent reach
   with weaker minus with stronger hands (ties count zero). With `P` the exclusive prefix
   sums of `r` in ascending strength order on the terminal's board, and `P_c` those of
@@ -55,7 +57,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.public import showdown_kernel
+from cfrjax.public import fold_kernel, showdown_kernel
 
 NUM_CARDS = 52
 
@@ -402,6 +404,18 @@ def fold_compat(game, r, cpu: bool):
     if dense_used(game, cpu):
         return _rows(r, lambda x: dense_apply(game.dense_compat, x))
     return _rows(r, lambda x: compat_sums(_materialise(x) if cpu else x, game.hand_cards, game.card_hands))
+
+
+def fold_values(game, r, row, inv_z, cpu: bool):
+    """`fold_compat(game, r, cpu) * row * inv_z`: fold terminals' values from the opponent
+    reach `r [F, L, H, *batch]`, `row [F, L, 1, ...]` (stake and sign per fold row) and
+    `inv_z` (`[1, 1, 1, *batch]`, each subgame's `1 / Z`). Batches of spots (no dense
+    matrices) on an NVIDIA GPU run `cfrjax.public.fold_kernel` (one pass, batch-last)."""
+    if (r.shape[0] and not cpu and not dense_used(game, cpu) and row.size == r.shape[0] * r.shape[1]
+            and fold_kernel.used(r)):
+        pairs = fold_kernel.pair_table(game.hand_cards, game.card_hands.shape[0])
+        return fold_kernel.fold_values(r, pairs, row.reshape(row.shape[:2]), inv_z.reshape(inv_z.shape[3:]))
+    return fold_compat(game, r, cpu) * row * inv_z
 
 
 def showdown_diff(game, board: dict, r, cpu: bool):
