@@ -27,6 +27,7 @@ average) and `--note`. On a CPU host and device share the cores, so the shares t
 say little about a GPU run.
 
     python bench/datagen.py --spots 1024 --shards 12 --iterations 1000           # GPU
+    python bench/datagen.py --spots 8192 --shards 12 --pots 6.875,13.75,27.5,55  # GPU, one betting tree
     python bench/datagen.py --spots 16 --shards 4 --iterations 100 --note "loaded 2-core CPU"    # CPU
 """
 
@@ -51,9 +52,9 @@ from common import CpuMeter, append_records, environment  # noqa: E402
 
 
 def run(spec: str, spots: int, shards: int, iterations: int, rule: str, order: str, seed: int, out: str | None,
-        note: str | None) -> dict:
+        note: str | None, pots: tuple | None = None) -> dict:
     cfg = datagen.DatagenConfig(spec, spots=spots, shards=shards, iterations=iterations, rule=rule, order=order,
-                                seed=seed)
+                                seed=seed, pots=pots)
     # Host preparation of one shard alone (boards, their tables, ranges: `sample_shard`),
     # after one warm-up: wall and CPU seconds of this process (the tables' threads included).
     prep = []
@@ -118,13 +119,17 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="keep the dataset here (default: a temporary folder, removed)")
     ap.add_argument("--note", default=None, help="a label for the records (e.g. the machine's load)")
+    ap.add_argument("--pots", default=None,
+                    help="the pot grid, chips, comma-separated (default: the spec's grid); e.g. the pots of one "
+                         "tree group, so that every shard solves one betting tree")
     ap.add_argument("--results", default=None,
                     help="records file (default bench/results/datagen_<backend>.jsonl)")
     args = ap.parse_args(argv)
     path = args.results or os.path.join(HERE, "results", f"datagen_{jax.default_backend()}.jsonl")
     for B in (int(b) for b in args.spots.split(",")):
         out = None if args.out is None else os.path.join(args.out, f"B{B}")
-        rec = run(args.spec, B, args.shards, args.iterations, args.rule, args.order, args.seed, out, args.note)
+        pots = None if args.pots is None else tuple(float(p) for p in args.pots.split(","))
+        rec = run(args.spec, B, args.shards, args.iterations, args.rule, args.order, args.seed, out, args.note, pots)
         append_records(path, [rec])
         e = rec["exploitability_pct_pot"]
         print(f"{args.spec} B={B}: {rec['steady_solves_per_minute'] or 0:,.0f} solves/min steady "

@@ -42,7 +42,7 @@ import numpy as np
 from cfrjax.atomic import atomic_write
 from cfrjax.game import fingerprint
 from cfrjax.rules import Config
-from cfrjax.state import ARRAY_FIELDS, SolverState
+from cfrjax.state import ARRAY_FIELDS, SolverState, compensation_dtype
 
 __all__ = ["CheckpointError", "checkpoint_info", "load_checkpoint", "save_checkpoint"]
 
@@ -127,7 +127,10 @@ def save_checkpoint(path: str | os.PathLike, game, state: SolverState, *,
                          "function): it is not checkpointed")
     if game.labels is None:
         raise ValueError("game has no labels (fingerprint); compile it with cfrjax.load_game / compile_game")
+    # A bfloat16 leaf (a float32 solve's `avg_comp`) is stored widened to float32, exactly
+    # (npz has no bfloat16), and read back in the state's dtype (`load_checkpoint`).
     arrays = {k: np.asarray(jax.device_get(getattr(state, k))) for k in _LEAVES}
+    arrays = {k: a.astype(np.float32) if a.dtype == jnp.bfloat16 else a for k, a in arrays.items()}
     if not _fits(game, arrays["regret"].shape):
         raise ValueError(f"state has slot arrays of shape {arrays['regret'].shape}, the game {game.name!r} has "
                          f"{list(game.slot_shape)}: the state is not for this game")
@@ -241,4 +244,7 @@ def load_checkpoint(path: str | os.PathLike, game, *,
         if leaves[k].dtype != arrays[k].dtype:
             raise CheckpointError(f"checkpoint {path}: leaf {k} is {arrays[k].dtype}, which this JAX "
                                   f"configuration stores as {leaves[k].dtype}")
+    # The compensation in its dtype (`state.compensation_dtype`: stored widened; zeros from
+    # a checkpoint without one; rounded from a float32 one of an earlier version).
+    leaves["avg_comp"] = leaves["avg_comp"].astype(compensation_dtype(saved.dtype))
     return SolverState(**leaves, config=saved)

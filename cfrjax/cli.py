@@ -870,6 +870,8 @@ def main(argv=None) -> int:
             f"; exploitability {e.exploitability[1]:.6e} at iteration {e.exploitability[0]}"
         print(f"cfrjax: interrupted at iteration {e.iteration}{reached} (nothing saved: use --checkpoint PATH "
               "to keep and resume a run)", file=sys.stderr)
+        if argv is None:  # as below: the next chunk may still be running on XLA's threads; end here
+            _exit_now(130)
         return 130
     except KeyboardInterrupt:
         if args.command == "solve-batch":

@@ -22,8 +22,10 @@ in `SolverState.avg_comp`): near convergence an increment `(b_t / W_t)(y_t - M_{
 falls below half a float32 spacing of `M` and is rounded away, iteration after
 iteration. With quadratic weights (`b_t / W_t ~ 3 / t`) that bias decided Kuhn PCFR+
 alternating: 6.6e-7 after 1,000 float32 iterations against 2.4e-8 in float64;
-compensated, 2.5e-8 (bench/precision.py). A float64 solve updates `avg` alone, as before
-(bit for bit).
+compensated, 2.5e-8 (bench/precision.py). The low-order part is stored in bfloat16
+(`cfrjax.state.compensation_dtype`), which carries the mean 8 bits past float32 at half
+the bytes; the update itself runs in float32. A float64 solve updates `avg` alone, as
+before (bit for bit).
 
 Rule hooks (`cfrjax.rules`): `discount` on the cumulative regret before the passes (with
 the previous iteration count), `update_discount` on the updating player's regret after
@@ -86,9 +88,11 @@ def compensated_mean_update(mean, comp, y, b_t, w_t):
 
 def _average(cfg, avg, comp, y, b_t, w_new):
     """The average update of one (half-)iteration: `(avg, avg_comp)` new (compensated in
-    float32 only; float64 keeps the plain update, so its results are unchanged)."""
+    float32 only, the compensation kept in its own dtype, `state.compensation_dtype`;
+    float64 keeps the plain update, so its results are unchanged)."""
     if cfg.dtype == "float32":
-        return compensated_mean_update(avg, comp, y, b_t, w_new)
+        mean, low = compensated_mean_update(avg, comp.astype(avg.dtype), y, b_t, w_new)
+        return mean, low.astype(comp.dtype)
     return running_mean_update(avg, y, b_t, w_new), comp
 
 

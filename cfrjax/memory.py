@@ -34,10 +34,12 @@ import dataclasses
 import os
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.forms import form_of
 from cfrjax.rules import DEFAULT_ORDER
+from cfrjax.state import compensation_dtype
 from cfrjax.tabular import scratch_from_sizes
 
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
@@ -61,7 +63,7 @@ class Buffer:
 
     @property
     def itemsize(self) -> int:
-        return np.dtype(self.dtype).itemsize
+        return jnp.dtype(self.dtype).itemsize
 
     @property
     def bytes(self) -> int:
@@ -159,7 +161,7 @@ def _state_rows(S, sdt) -> list:
     for copy in ("in", "out"):
         rows += [Buffer(f"state.regret [{copy}]", "state", S, sdt, True),
                  Buffer(f"state.avg [{copy}]", "state", S, sdt, True),
-                 Buffer(f"state.avg_comp [{copy}]", "state", S, sdt, True),
+                 Buffer(f"state.avg_comp [{copy}]", "state", S, jnp.dtype(compensation_dtype(sdt)).name, True),
                  Buffer(f"state.prediction [{copy}]", "state", S, sdt, True),
                  Buffer(f"state.avg_weight [{copy}]", "state", 1, sdt, True),
                  Buffer(f"state.iteration [{copy}]", "state", 1, "int32", True)]

@@ -23,6 +23,7 @@ import cfrjax
 from cfrjax import cli
 from cfrjax.checkpoint import CheckpointError
 from cfrjax.driver import stop_points
+from cfrjax.state import compensation_dtype
 
 LEAVES = tuple(f.name for f in dataclasses.fields(cfrjax.SolverState) if not f.metadata.get("static"))
 
@@ -127,6 +128,8 @@ def test_resume_from_halfway_is_bitwise_identical(kuhn, kwargs, tmp_path):
     assert os.listdir(tmp_path) == ["run.ckpt"]  # no temporary file left behind
     loaded = cfrjax.load_checkpoint(path, kuhn, config=state.config)
     assert_bitwise_equal(loaded, half)
+    # a float32 solve's compensation is bfloat16, stored widened (npz has no bfloat16) and read back as such
+    assert loaded.avg_comp.dtype == half.avg_comp.dtype == compensation_dtype(state.config.dtype)
     assert_bitwise_equal(cfrjax.solve(kuhn, loaded, 40), full)
     info = cfrjax.checkpoint_info(path)
     assert info["iteration"] == 40 and info["extra"] == {"note": "halfway"} and info["config"] == state.config
