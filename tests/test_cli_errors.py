@@ -58,11 +58,29 @@ def test_too_large_openspiel_games_fail_fast_naming_the_estimate(game):
     assert "histories or more (estimated from random playouts)" in lines[0] and "max_nodes=50,000,000" in lines[0]
 
 
+def _interruptible():
+    """In the child before `exec`: SIGINT as a terminal leaves it (default action, not
+    blocked). A child inherits an ignored or blocked SIGINT from the thread that starts
+    it, and this one starts on the suite's background thread: in full-suite runs the
+    solve ignored the signal (60 s timeouts) though it stopped at once when run alone."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _signal_state(pid: int) -> str:
+    """The signal lines of `/proc/PID/status` (blocked, ignored, caught), for a failure message."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return " ".join(x.strip() for x in f if x.startswith(("SigBlk", "SigIgn", "SigCgt")))
+    except OSError:
+        return "(no /proc status)"
+
+
 def _ctrl_c_run():
     """A solve without a checkpoint interrupted by SIGINT once it runs: `(exit code, stderr)`."""
     proc = subprocess.Popen([sys.executable, "-m", "cfrjax", "solve", "kuhn_poker", "--iterations", "100000",
                              "--eval-every", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(CFRJAX_TEST_CHUNK_DELAY_S="0.2"), cwd=ROOT)
+                            env=_env(CFRJAX_TEST_CHUNK_DELAY_S="0.2"), cwd=ROOT, preexec_fn=_interruptible)
     try:
         deadline = time.monotonic() + 240         # until the first chunk has run (the test hook announces it)
         line = ""
@@ -71,7 +89,10 @@ def _ctrl_c_run():
             if not line and proc.poll() is not None:
                 break
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            return None, f"still running 60 s after SIGINT; {_signal_state(proc.pid)}"
     finally:
         proc.kill()
     return proc.returncode, err
