@@ -85,14 +85,15 @@ def compensation_dtype(dtype: str):
     """The dtype of `SolverState.avg_comp` in a solve of `dtype`: bfloat16 for float32.
 
     The compensation is below half a float32 spacing of the mean, so its own leading 8
-    bits carry the mean 8 bits past float32; more add nothing measurable (Kuhn PCFR+
-    alternating, quadratic averaging, 1,000 iterations: 2.485e-8 with a float32 or a
-    bfloat16 compensation, 6.6e-7 without; every Kuhn and Leduc cell of the paper's T9
-    within 2e-5 relative, `bench/results/precision_t9_comp_bf16.jsonl`) and cost bytes: every half-iteration reads
-    and writes the updating player's compensation (8,192 river spots on an H200, DCFR
-    alternating: 4.98 -> 4.86 and 5.05 -> 4.94 ms/iter on two machines,
-    `bench/results/ab_comp_bf16_h200.jsonl`). Float64
-    (and any other dtype) keeps its own: zeros, never updated."""
+    bits carry the mean 8 bits past float32, and more add nothing measurable: Kuhn PCFR+
+    alternating, quadratic averaging, 1,000 iterations, 2.485e-8 with a float32 or a
+    bfloat16 compensation (6.6e-7 without); every Kuhn and Leduc cell of the paper's T9
+    within 2e-5 relative (`bench/results/precision_t9_comp_bf16.jsonl`). Bytes are what
+    it costs: every half-iteration reads and writes the updating player's compensation
+    (8,192 river spots on an H200, DCFR alternating: 4.98 -> 4.86 and 5.05 -> 4.94 ms/iter
+    on two machines, `bench/results/ab_comp_bf16_h200.jsonl`; one river spot on the
+    2-core CPU 0.320 -> 0.330, `ab_comp_bf16_cpu.jsonl`). Float64 (and any other dtype)
+    keeps its own: zeros, never updated."""
     return jnp.bfloat16 if jnp.dtype(dtype) == jnp.float32 else jnp.dtype(dtype)
 
 
