@@ -25,6 +25,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from cfrjax.pallas_gpu import nvidia_gpu, pow2
+
 #: Use the kernel on NVIDIA GPUs (set False to run the XLA form there).
 ENABLED = True
 #: Run the kernel in Pallas's interpreter (tests on CPU); on a GPU it compiles (Triton).
@@ -40,15 +42,6 @@ MAX_ACTIONS = 8
 MIN_COLUMNS = 1 << 22
 
 
-def nvidia_gpu() -> bool:
-    """Whether the default backend is an NVIDIA GPU (where Pallas lowers to Triton; both
-    kernels' `used`)."""
-    try:
-        return jax.default_backend() == "gpu" and jax.devices()[0].device_kind.startswith("NVIDIA")
-    except RuntimeError:
-        return False
-
-
 def used(x, widest: int) -> bool:
     """Whether regret matching of float32 regrets `x [S, ...]` with sets of at most
     `widest` actions runs as this kernel: on an NVIDIA GPU while `ENABLED`, from
@@ -58,11 +51,6 @@ def used(x, widest: int) -> bool:
     if x.size // x.shape[0] < MIN_COLUMNS and not INTERPRET:
         return False
     return INTERPRET or nvidia_gpu()
-
-
-def pow2(n: int) -> int:
-    """The least power of two `>= n` (Triton's block sizes; also `public.showdown_kernel`)."""
-    return 1 << max(0, int(n) - 1).bit_length()
 
 
 def _kernel(x_ref, y_ref, first_ref, count_ref, pos_ref, neg_ref, uni_ref, out_ref, *, N, F, A, split):

@@ -32,7 +32,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from cfrjax.matching_kernel import nvidia_gpu, pow2
+from cfrjax.pallas_gpu import nvidia_gpu, pow2
 
 #: Use the kernel on NVIDIA GPUs (set False to run the XLA form there, e.g. on a jaxlib
 #: without Pallas's Triton lowering).

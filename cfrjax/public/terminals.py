@@ -411,8 +411,7 @@ def fold_values(game, r, row, inv_z, cpu: bool):
     reach `r [F, L, H, *batch]`, `row [F, L, 1, ...]` (stake and sign per fold row) and
     `inv_z` (`[1, 1, 1, *batch]`, each subgame's `1 / Z`). Batches of spots (no dense
     matrices) on an NVIDIA GPU run `cfrjax.public.fold_kernel` (one pass, batch-last)."""
-    if (r.shape[0] and not cpu and not dense_used(game, cpu) and row.size == r.shape[0] * r.shape[1]
-            and fold_kernel.used(r)):
+    if not cpu and not dense_used(game, cpu) and row.size == r.shape[0] * r.shape[1] and fold_kernel.used(r):
         pairs = fold_kernel.pair_table(game.hand_cards, game.card_hands.shape[0])
         return fold_kernel.fold_values(r, pairs, row.reshape(row.shape[:2]), inv_z.reshape(inv_z.shape[3:]))
     return fold_compat(game, r, cpu) * row * inv_z
