@@ -20,7 +20,10 @@ the bottleneck; `build_s`: the tree group's game, once per group; `dispatch_s`;
 (`prep_s_per_shard`, `prep_cpu_s_per_shard`: wall and CPU of `sample_shard`, one board
 per spot; `prep_share`: its wall over the steady seconds per shard; `prep_solves_per_minute`:
 the rate the host alone could feed), the device alone (`device_s_per_shard`: one shard
-solved and labelled with nothing overlapping; `device_solves_per_minute`), bytes per spot
+dispatched, solved and labelled with nothing overlapping, `device_solves_per_minute`; in
+parts, `solve_s_per_shard` up to the solved states, `labels_s_per_shard` the float64
+labels after them, and `result_s_per_shard` the host reading them into the shard's
+arrays, which the generator overlaps with the next shard's solve), bytes per spot
 on disk, every solve's exploitability summarised (count, min, median, p90, p99, max, in %
 of the pot; each one is also in the shards), the load of the machine (`CpuMeter`, load
 average) and `--note`. On a CPU host and device share the cores, so the shares there
@@ -81,14 +84,21 @@ def run(spec: str, spots: int, shards: int, iterations: int, rule: str, order: s
             shutil.rmtree(folder, ignore_errors=True)
     if len(stamps) != shards:
         raise RuntimeError(f"{len(stamps)} of {shards} shards written (a folder with shards already there?)")
-    # The device alone: one shard solved and labelled again (compiled), nothing overlapping it.
+    # The device alone: one shard solved and labelled again (compiled), nothing overlapping it,
+    # in its parts: dispatch and solve (`solve_batch` done), labels (each spot's best
+    # responses and values in float64), then the host's reading of the labels (`result()`).
     game = datagen.spot_game(cfg, spots_k.group)
-    device = []
+    parts = []
     for _ in range(2):
-        t = time.perf_counter()
-        datagen.solve_spots(cfg, spots_k, game).result()
-        device.append(time.perf_counter() - t)
-    device_s = min(device)
+        t0_ = time.perf_counter()
+        pending = datagen.solve_spots(cfg, spots_k, game)
+        jax.block_until_ready(pending.states)
+        t1_ = time.perf_counter()
+        jax.block_until_ready(pending.outputs)
+        t2_ = time.perf_counter()
+        pending.result()
+        parts.append((t2_ - t0_, t1_ - t0_, t2_ - t1_, time.perf_counter() - t2_))
+    device_s, solve_s, labels_s, result_s = min(parts)
     e = np.concatenate(expl)
     steady = stamps[-1] - stamps[0] if shards > 1 else None
     host = {k: float(np.mean([t[k] for t in timings[1:] or timings])) for k in timings[0]}
@@ -101,8 +111,8 @@ def run(spec: str, spots: int, shards: int, iterations: int, rule: str, order: s
         overall_solves_per_minute=60.0 * shards * spots / (stamps[-1] - t0), first_shard_s=stamps[0] - t0,
         host_s_per_shard=host, boards_per_shard=spots, prep_s_per_shard=prep_wall, prep_cpu_s_per_shard=prep_cpu,
         prep_share=None if steady is None else prep_wall / (steady / (shards - 1)),
-        prep_solves_per_minute=60.0 * spots / prep_wall, device_s_per_shard=device_s,
-        device_solves_per_minute=60.0 * spots / device_s, bytes_per_spot=size / (shards * spots),
+        prep_solves_per_minute=60.0 * spots / prep_wall, device_s_per_shard=device_s, solve_s_per_shard=solve_s,
+        labels_s_per_shard=labels_s, result_s_per_shard=result_s, device_solves_per_minute=60.0 * spots / device_s, bytes_per_spot=size / (shards * spots),
         exploitability_pct_pot=dict(count=int(e.size), min=float(e.min()), median=q(0.5), p90=q(0.9), p99=q(0.99),
                                     max=float(e.max()), mean=float(e.mean())),
         load_average=os.getloadavg()[0], note=note, **meter.fields(), **environment())
@@ -135,7 +145,10 @@ def main(argv=None):
         print(f"{args.spec} B={B}: {rec['steady_solves_per_minute'] or 0:,.0f} solves/min steady "
               f"({rec['overall_solves_per_minute']:,.0f} overall, first shard {rec['first_shard_s']:.1f} s), "
               f"host per shard {rec['host_s_per_shard']}, exploitability median {e['median']:.4f}% "
-              f"max {e['max']:.4f}% of the pot over {e['count']} solves -> {path}", flush=True)
+              f"max {e['max']:.4f}% of the pot over {e['count']} solves; device alone {rec['device_s_per_shard']:.3f} s "
+              f"a shard ({rec['device_solves_per_minute']:,.0f} solves/min: solve {rec['solve_s_per_shard']:.3f}, "
+              f"labels {rec['labels_s_per_shard']:.3f}; host reading {rec['result_s_per_shard']:.3f}) -> {path}",
+              flush=True)
 
 
 if __name__ == "__main__":
