@@ -96,10 +96,16 @@ def batch_axes(game, axis: int | None = 0):
     return batch_specs(game, axis, None, tuple(type(game).RETARGETABLE))
 
 
+@functools.partial(jax.jit, static_argnums=1)
+def _stacked(state: SolverState, batch: int) -> SolverState:
+    """`state`'s arrays broadcast to a leading `batch` axis, in one compiled program (run
+    eagerly, each array's broadcast compiled a program of its own)."""
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), state)
+
+
 def init_batch(game, batch: int, *args, **kwargs) -> SolverState:
     """`batch` fresh states stacked on a leading axis (arguments as `cfrjax.init`)."""
-    s = init(game, *args, **kwargs)
-    return jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), s)
+    return _stacked(init(game, *args, **kwargs), batch)
 
 
 def check_batch(games, states: SolverState, batched_fields, multiple_of: int = 1) -> int:

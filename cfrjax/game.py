@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.atomic import atomic_write
+from cfrjax.host import device_array
 from cfrjax.layout import pull_layout
 
 
@@ -229,10 +230,10 @@ def from_numpy(arrays: dict[str, np.ndarray], meta: dict, labels: GameLabels) ->
     """Place host arrays on the default device as a `CompiledGame` (with its pull layout)."""
     derived, widths = pull_layout(arrays, meta)
     fdt = default_float_dtype()
-    leaves = {k: jnp.asarray(arrays[k], jnp.int32) for k in _INDEX_FIELDS}
-    leaves.update({k: jnp.asarray(v, jnp.int32) for k, v in derived.items()})
+    leaves = {k: device_array(arrays[k], jnp.int32) for k in _INDEX_FIELDS}
+    leaves.update({k: device_array(v, jnp.int32) for k, v in derived.items()})
     meta = {**meta, **widths}
-    leaves.update({k: jnp.asarray(arrays[k], fdt) for k in _FLOAT_FIELDS})
+    leaves.update({k: device_array(arrays[k], fdt) for k in _FLOAT_FIELDS})
     return CompiledGame(**leaves, **meta, labels=labels)
 
 

@@ -8,6 +8,7 @@ The configuration (rule, order, averaging, dtype) is static metadata of the pytr
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
@@ -97,6 +98,15 @@ def compensation_dtype(dtype: str):
     return jnp.bfloat16 if jnp.dtype(dtype) == jnp.float32 else jnp.dtype(dtype)
 
 
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _zeros(shape: tuple, dtype, comp_dtype):
+    """A fresh state's arrays in one compiled program (each `jnp.zeros` run eagerly compiles
+    a program of its own, per shape and dtype): zeros `[*shape]` of `dtype`, of
+    `comp_dtype` and of bool, and the scalars `0` of `dtype` and int32."""
+    return (jnp.zeros(shape, dtype), jnp.zeros(shape, comp_dtype), jnp.zeros(shape, bool), jnp.zeros((), dtype),
+            jnp.zeros((), jnp.int32))
+
+
 def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
          averaging: str = "linear", dtype=None, *, alpha: float | None = None, beta: float | None = None,
          gamma: float | None = None) -> SolverState:
@@ -119,10 +129,8 @@ def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
     config = Config(rule=rule, order=order, averaging=averaging, dtype=resolve_dtype(dtype),
                     alpha=alpha, beta=beta, gamma=gamma)
     dt = jnp.dtype(config.dtype)
-    zeros = jnp.zeros(game.slot_shape, dt)
+    zeros, comp, locked, weight, iteration = _zeros(tuple(game.slot_shape), dt, compensation_dtype(config.dtype))
     leaf_init = getattr(game, "leaf_init", None)   # a depth-limited game's stateful leaf function
-    comp = jnp.zeros(game.slot_shape, compensation_dtype(config.dtype))
-    return SolverState(regret=zeros, avg=zeros, avg_comp=comp, avg_weight=jnp.zeros((), dt),
-                       iteration=jnp.zeros((), jnp.int32), prediction=zeros,
-                       locked=jnp.zeros(game.slot_shape, bool), locked_policy=zeros,
+    return SolverState(regret=zeros, avg=zeros, avg_comp=comp, avg_weight=weight,
+                       iteration=iteration, prediction=zeros, locked=locked, locked_policy=zeros,
                        leaf=None if leaf_init is None else leaf_init(game.leaf_data, dt), config=config)

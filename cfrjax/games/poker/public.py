@@ -48,6 +48,7 @@ from cfrjax.games.poker.cards import (
 from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.evaluator import evaluate
 from cfrjax.games.poker.subgame import KEY_FIELDS, RIVER_CARDS, _street_tree, _Tree
+from cfrjax.host import device_array
 from cfrjax.passes import slot_runs
 from cfrjax.public import passes as public_passes
 from cfrjax.public import terminals as pt
@@ -61,6 +62,10 @@ DENSE_LIMIT_BYTES = 2 * 2 ** 30
 _NO_CARD = 52
 #: Live turn cards below a flop for any deal of two hands: 52 - 3 board - 4 hole cards.
 FLOP_TURN_CARDS = 45
+
+#: The ranges' normaliser of a new game in one compiled program (`set_ranges` run eagerly
+#: compiled each of its operations, once per game shape).
+_set_ranges = jax.jit(public_passes.set_ranges)
 
 
 def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
@@ -471,13 +476,13 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         node_dealt=tuple(dealt), node_slot_start=infoset_slot_start.copy(), hands=hands.copy(),
         hand_names=tuple(combo_str(h) for h in hands), hand_cards=hand_cards.copy())
 
-    leaves = {k: jnp.asarray(v, jnp.int32) for k, v in index_arrays.items()}
-    leaves.update({k: jnp.asarray(v, fdt) for k, v in float_arrays.items()})
+    leaves = {k: device_array(v, jnp.int32) for k, v in index_arrays.items()}
+    leaves.update({k: device_array(v, fdt) for k, v in float_arrays.items()})
     if dense is not None:
-        leaves["dense_showdown"] = jnp.asarray(dense[0])
-        leaves["dense_compat"] = jnp.asarray(dense[1])
+        leaves["dense_showdown"] = device_array(dense[0])
+        leaves["dense_compat"] = device_array(dense[1])
     game = PublicGame(
-        **leaves, weights=jnp.asarray(weights, fdt), norm=jnp.asarray(1.0, fdt),
+        **leaves, weights=device_array(weights, fdt), norm=device_array(1.0, fdt),
         num_nodes=int(n1 + B * forest.size), num_slots=int(S), num_infosets=int(I), num_hands=int(H),
         num_boards=int(B), trunk_levels=trunk.levels if n1 else (), trunk_fanout=trunk.fanout if n1 else (),
         trunk_level_terms=trunk.terms if n1 else (),
@@ -489,6 +494,6 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         max_actions=int(nact.max()), slot_runs=slot_runs(infoset_slot_start),
         reduction=reduction, terminals=terminals,
         labels=labels)
-    game = public_passes.set_ranges(game, weights[0], weights[1])
+    game = _set_ranges(game, game.weights[0], game.weights[1])
     meta["build_s"] = round(time.perf_counter() - t_start, 3)
     return game

@@ -1,0 +1,28 @@
+"""Host (NumPy) data placed on the device without compiling anything.
+
+In this JAX, `jnp.asarray(x, dtype)` of a NumPy array runs a small XLA program for each
+new shape and dtype (a copy, `stage`, or a conversion, `convert_element_type`), compiled on
+first use: 20-100 ms apiece on a CPU. A game built from some thirty host arrays compiled
+some thirty programs (the `cfrjax games` listing, which builds every shipped spec, spent
+half its 10 s compiling them). `device_array` converts on the host with NumPy and places
+the result with `jax.device_put`, which compiles nothing; arrays already on a device (or
+traced) go through `jnp.asarray` as before.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+__all__ = ["device_array"]
+
+
+def device_array(x, dtype=None):
+    """`x` as a device array of `dtype` (default: its own), the dtype made canonical as
+    `jnp.asarray` does (float64 is float32 without `jax_enable_x64`). Host data (NumPy
+    arrays, lists, scalars) is converted by NumPy and placed by `jax.device_put`."""
+    if isinstance(x, (jax.Array, jax.core.Tracer)):
+        return jnp.asarray(x, dtype)
+    a = np.asarray(x) if dtype is None else np.asarray(x, dtype=np.dtype(dtype))
+    return jax.device_put(a.astype(jax.dtypes.canonicalize_dtype(a.dtype), copy=False))
