@@ -12,6 +12,7 @@ import pytest
 import cfrjax
 from cfrjax.batch import init_batch
 from cfrjax.host import device_array
+from random_games import random_spec
 
 
 @pytest.fixture
@@ -52,10 +53,11 @@ def test_device_and_traced_arrays_pass_through():
 
 
 def test_build_init_and_stack_compile_one_program_each(compiles):
-    """A fresh tabular game, a state and a batch of states: each array is placed, not
+    """A fresh tabular game (a random one: no OpenSpiel), a state and a batch of states: each array is placed, not
     compiled for; the state's zeros and the batch's broadcast are one program each
     (compiled here unless an earlier test of this process made them for these shapes)."""
+    spec = random_spec(5, depth=3)
     with compiles() as log:
-        game = cfrjax.compile_game(cfrjax.spec_from_openspiel("kuhn_poker"))
+        game = cfrjax.compile_game(spec)
         init_batch(game, 3, rule="dcfr", dtype="float32")
     assert set(log.names) <= {"jit(_stacked)", "jit(_zeros)"} and len(log.names) == len(set(log.names)), log.names
