@@ -21,12 +21,13 @@ config, never on the worker, the device or what ran before.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 
 import numpy as np
 
 from cfrjax.datagen.config import DatagenConfig
-from cfrjax.games.poker.boards import board_tables, win_probability
+from cfrjax.games.poker.boards import board_tables, host_workers, win_probability
 from cfrjax.games.poker.cards import NUM_COMBOS, parse_board
 
 __all__ = ["ShardSpots", "hand_strength", "recursive_ranges", "sample_shard", "shard_rng"]
@@ -51,7 +52,8 @@ def hand_strength(board) -> np.ndarray:
     return out
 
 
-def recursive_ranges(strength: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+def recursive_ranges(strength: np.ndarray, size: int, rng: np.random.Generator, *,
+                     workers: int | None = None) -> np.ndarray:
     """`[size, 1326]` float64 ranges drawn by DeepStack's recursive procedure.
 
     `R(S, p)` gives the hands `S` (sorted by `strength`, ascending) the probability `p`:
@@ -61,30 +63,48 @@ def recursive_ranges(strength: np.ndarray, size: int, rng: np.random.Generator) 
     1 and is zero on blocked combos. `strength` is `[1326]` (every range on one board) or
     `[size, 1326]` (range `i` on its own board, all with as many live hands). The `size`
     ranges are drawn together level by level (one `rng.random((size, splits))` call per
-    level), so the stream, and the ranges, are fixed by the generator's state.
+    level), so the stream, and the ranges, are fixed by the generator's state; the
+    masses are then computed for chunks of ranges on `workers` threads (default
+    `host_workers()`; NumPy releases the GIL in its array operations), the same numbers
+    whatever the count.
     """
     live = np.isfinite(strength).sum(-1)
     n = int(np.max(live))
     if np.any(live != n):
         raise ValueError("every range's board must have as many live hands")
     order = np.argsort(np.where(np.isfinite(strength), strength, np.inf), axis=-1, kind="stable")[..., :n]
+    # The segments of every level (they depend on n alone) and the level's draws, in order.
+    levels = []
     lo, hi = np.zeros(1, np.int64), np.full(1, n, np.int64)
-    mass = np.ones((size, 1))
     while True:
         split = hi - lo > 1
         if not split.any():
             break
         mid = lo + (hi - lo) // 2
-        u = np.ones((size, lo.size))
-        u[:, split] = rng.random((size, int(split.sum())))
+        draws = rng.random((size, int(split.sum())))
         parent = np.repeat(np.arange(lo.size), np.where(split, 2, 1))       # each new segment's parent
         first = np.concatenate([[True], parent[1:] != parent[:-1]])           # the weaker half (or unsplit)
-        new_lo = np.where(first, lo[parent], mid[parent])
-        new_hi = np.where(first & split[parent], mid[parent], hi[parent])
-        m = mass[:, parent]
-        part = m * u[:, parent]
-        mass = np.where(first, part, m - part)
-        lo, hi = new_lo, new_hi
+        levels.append((split, parent, first, draws))
+        lo = np.where(first, lo[parent], mid[parent])
+        hi = np.where(first & split[parent], mid[parent], hi[parent])
+
+    def masses(rows: slice) -> np.ndarray:
+        mass = np.ones((rows.stop - rows.start, 1))
+        for split, parent, first, draws in levels:
+            u = np.ones((mass.shape[0], split.size))
+            u[:, split] = draws[rows]
+            m = mass[:, parent]
+            part = m * u[:, parent]
+            mass = np.where(first, part, m - part)
+        return mass
+
+    chunk = max(1, -(-size // (host_workers() if workers is None else max(1, workers))))
+    rows = [slice(i, min(size, i + chunk)) for i in range(0, size, chunk)] or [slice(0, 0)]
+    if len(rows) > 1:
+        with concurrent.futures.ThreadPoolExecutor(len(rows)) as pool:
+            mass = np.concatenate(list(pool.map(masses, rows)))
+    else:
+        mass = masses(rows[0])
     out = np.zeros((size, NUM_COMBOS))
     np.put_along_axis(out, np.broadcast_to(order, (size, n)), mass, 1)
     return out

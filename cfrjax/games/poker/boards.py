@@ -88,6 +88,12 @@ def _tables(boards: np.ndarray) -> dict:
     return dict(t, hands=hands)
 
 
+def host_workers() -> int:
+    """Threads for host work over chunks of boards or spots: the CPUs this process may use,
+    at most 8 (`board_tables`, `cfrjax.datagen.recursive_ranges`)."""
+    return min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 def board_tables(boards, *, workers: int | None = None) -> dict:
     """Everything a batch of river boards `[B, 5]` needs, NumPy: `hands [B, 1081]`
     (`river_hands`) and the showdown tables (`PublicGame.BOARD_TABLES`, int32, with a
@@ -96,8 +102,7 @@ def board_tables(boards, *, workers: int | None = None) -> dict:
     Chunks of boards run on `workers` threads (NumPy releases the GIL in its array
     operations; default: the CPUs this process may use, at most 8)."""
     b = _boards(boards)
-    if workers is None:
-        workers = min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    workers = host_workers() if workers is None else workers
     chunks = [b[i:i + _CHUNK] for i in range(0, b.shape[0], _CHUNK)] or [b]
     if workers <= 1 or len(chunks) <= 1:
         parts = [_tables(c) for c in chunks]
