@@ -161,7 +161,7 @@ def _state_rows(S, sdt) -> list:
     for copy in ("in", "out"):
         rows += [Buffer(f"state.regret [{copy}]", "state", S, sdt, True),
                  Buffer(f"state.avg [{copy}]", "state", S, sdt, True),
-                 Buffer(f"state.avg_comp [{copy}]", "state", S, jnp.dtype(compensation_dtype(sdt)).name, True),
+                 Buffer(f"state.avg_comp [{copy}]", "state", S, compensation_dtype(sdt).name, True),
                  Buffer(f"state.prediction [{copy}]", "state", S, sdt, True),
                  Buffer(f"state.avg_weight [{copy}]", "state", 1, sdt, True),
                  Buffer(f"state.iteration [{copy}]", "state", 1, "int32", True)]

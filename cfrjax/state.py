@@ -95,7 +95,7 @@ def compensation_dtype(dtype: str):
     on two machines, `bench/results/ab_comp_bf16_h200.jsonl`; one river spot on the
     2-core CPU 0.320 -> 0.330, `ab_comp_bf16_cpu.jsonl`). Float64 (and any other dtype)
     keeps its own: zeros, never updated."""
-    return jnp.bfloat16 if jnp.dtype(dtype) == jnp.float32 else jnp.dtype(dtype)
+    return jnp.dtype(jnp.bfloat16 if jnp.dtype(dtype) == jnp.float32 else dtype)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))

@@ -165,11 +165,9 @@ def _fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool, values=Non
     nd = reach.ndim
     # (The sign constant is made first, as before rake existed: the unraked program stays the same, bit for bit.)
     sign = None if values is not None else jnp.asarray(np.array([1.0, -1.0])[list(lanes)], reach.dtype)
-    r = _opponent(reach[nodes], lanes, 1)
-    if values is not None:
-        return terminals.fold_values(game, r, lift(values.astype(reach.dtype)[:, lanes[0]:lanes[-1] + 1], nd),
-                                     inv_z, cpu)
-    return terminals.fold_values(game, r, lift(payoff.astype(reach.dtype)[:, None] * sign[None, :], nd), inv_z, cpu)
+    row = (values.astype(reach.dtype)[:, lanes[0]:lanes[-1] + 1] if values is not None
+           else payoff.astype(reach.dtype)[:, None] * sign[None, :])                 # [F, L]: stake and sign
+    return terminals.fold_values(game, _opponent(reach[nodes], lanes, 1), lift(row, nd), inv_z, cpu)
 
 
 def _showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool):
