@@ -198,6 +198,72 @@ def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
     assert np.array_equal(first, last) and np.array_equal(first, one)
 
 
+def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(monkeypatch):
+    """A turn's river boards, mapped over with `vmap` as `cfrjax.public.passes` maps them
+    off the CPU, run their showdowns as the Pallas kernel (compiled on an NVIDIA GPU, else
+    in Pallas's interpreter), each board a subgame of one call: the one-board XLA form's
+    values to float32 rounding, against float64, also under a second `vmap` over ranges
+    (one set of tables: the ranges become more nodes) and over tables (more subgames),
+    and on one board unmapped."""
+    from cfrjax.public import showdown_kernel
+    tables = _padded_tables(3, 7, combos=150)
+    tb = {k: jnp.asarray(tables[k][:, 0]) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}   # [B, ...]
+    B, H = tb["sd_sorted"].shape
+    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
+    r = jnp.asarray(np.random.default_rng(1).random((B, 4, 2, H, 5)), jnp.float32)     # per board [K, L, H, batch]
+    f = lambda b, v: pt.showdown_diff(game, b, v, False)                               # noqa: E731
+    monkeypatch.setattr(showdown_kernel, "INTERPRET", jax.default_backend() != "gpu")
+
+    def kernel_calls(fn, *args):
+        """Shapes of the reach going into each showdown kernel call of `fn`'s trace."""
+        jaxpr = jax.make_jaxpr(fn)(*args).jaxpr
+        return [e.invars[0].aval.shape for e in jaxpr.eqns if e.primitive.name == "custom_vmap_call"]
+
+    exact = np.stack([np.asarray(pt._rows(jnp.asarray(r[i], jnp.float64), lambda x: pt._showdown_sorted_hm(
+        {k: tb[k][i] for k in tb}, x, False))) for i in range(B)]) if jax.config.jax_enable_x64 else None
+    r_first = jnp.moveaxis(r, -1, 0)                                                  # [5, B, K, L, H]
+    stacked = jax.tree.map(lambda t: jnp.stack([t] * 5), tb)
+    by_ranges, by_tables = jax.vmap(jax.vmap(f), in_axes=(None, 0)), jax.vmap(jax.vmap(f))
+    # One kernel call each, the mapped axes folded into its subgames or nodes.
+    assert kernel_calls(jax.vmap(f), tb, r) == [(B, 40, H)]
+    assert kernel_calls(by_ranges, tb, r_first) == [(B, 40, H)]
+    assert kernel_calls(by_tables, stacked, r_first) == [(5 * B, 8, H)]
+    runs = {"boards": jax.jit(jax.vmap(f))(tb, r),
+            "ranges": jnp.moveaxis(jax.jit(by_ranges)(tb, r_first), 0, -1),
+            "tables": jnp.moveaxis(jax.jit(by_tables)(stacked, r_first), 0, -1),
+            "one": jax.jit(f)({k: tb[k][0] for k in tb}, r[0])[None]}
+    scale = float(np.abs(np.asarray(r)).sum(axis=3).max())
+    for name, got in runs.items():
+        want = exact[:len(got)] if exact is not None else np.asarray(runs["boards"])[:len(got)]
+        np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-6 * scale, err_msg=name)
+    monkeypatch.setattr(showdown_kernel, "ENABLED", False)
+    xla = np.asarray(jax.jit(jax.vmap(f))(tb, r))
+    assert not np.array_equal(np.asarray(runs["boards"]), xla)                       # the kernel ran, not the XLA form
+
+
+def test_compat_sums_as_a_matmul_equal_the_gathered_sums():
+    """`compat_sums_dot` (off the CPU: the per-card sums and the total as one matmul of a
+    0/1 card matrix) equals `compat_sums` and a float64 product with the compatibility
+    matrix, on a hand list in no order with some pairs missing, in float32 (to rounding)
+    and float64."""
+    rng = np.random.default_rng(2)
+    hand_cards = rng.permutation([(a, b) for a in range(9) for b in range(a + 1, 9)]).astype(np.int32)[:-4]
+    hand_cards[::3] = hand_cards[::3, ::-1]
+    H = len(hand_cards)
+    x = rng.random((H, 3, 4))
+    exact = np.einsum("hk,k...->h...", pt.compat_matrix(hand_cards).astype(np.float64), x)
+    hc, ch = jnp.asarray(hand_cards), jnp.asarray(pt.card_table(hand_cards, 9))
+    for dtype, tol in ((jnp.float32, 1e-6), (jnp.float64, 1e-13)):
+        if dtype == jnp.float64 and not jax.config.jax_enable_x64:
+            continue
+        xd = jnp.asarray(x, dtype)
+        dot = jax.jit(pt.compat_sums_dot, static_argnums=2)(xd, hc, 9)
+        gathered = jax.jit(pt.compat_sums)(xd, hc, ch)
+        assert dot.dtype == dtype
+        for got in (dot, gathered):
+            np.testing.assert_allclose(np.asarray(got), exact, rtol=0, atol=tol * np.abs(exact).max())
+
+
 def test_fold_kernel_equals_the_xla_form(monkeypatch):
     """The Pallas fold kernel (compiled on an NVIDIA GPU, else in Pallas's interpreter)
     gives the compatible reach times stake and `1 / Z` of the XLA form to float32

@@ -45,15 +45,26 @@ INTERPRET = False
 #: 512) 6.41, (1, 16, 512) 6.26, (1, 8, 2048) 6.38, (1, 8, 1024) 7.74, (2, 8, 256) 6.98,
 #: (4, 8, 512) 8.03, (8, 8, 512) 7.45.
 WARPS, CARD_BLOCK, PICK_BLOCK = 1, 8, 256
+#: Below this many programs (subgames times nodes) the kernel runs `FEW_PROGRAMS_BLOCKS`
+#: instead: a turn's 48 river boards are 1,200 programs, too few to hide one warp's memory
+#: latency. H200, the full-range turn, DCFR alternating, the kernel's microseconds per
+#: iteration (`bench/results/showdown_kernel_turn_h200.jsonl`): (1, 8,
+#: 256) 156, (2, 8, 256) 112, (4, 8, 256) 106, (8, 8, 512) 95, (16, 16, 1024) 69, (32, 64,
+#: 2048) 75, (16, 64, 2048) 92, (32, 16, 1024) 97.
+FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024)
 
 
 def used(x) -> bool:
     """Whether the batch-first showdown of float32 reach `x` runs as this kernel: on an
     NVIDIA GPU while `ENABLED` (or interpreted, `INTERPRET`); other dtypes (the float64
     evaluation) and backends run the XLA form."""
-    if x.dtype != jnp.float32 or not ENABLED:
-        return False
-    return INTERPRET or nvidia_gpu()
+    return x.dtype == jnp.float32 and available()
+
+
+def available() -> bool:
+    """Whether float32 showdowns run as this kernel on the default backend (`used`); the
+    poker builder leaves out the dense matrices of a game with several boards where it is."""
+    return ENABLED and (INTERPRET or nvidia_gpu())
 
 
 def _grid2(rows, cols):
@@ -62,12 +73,14 @@ def _grid2(rows, cols):
     return jnp.broadcast_to(rows[..., None], shape), jnp.broadcast_to(cols, shape)
 
 
-def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H, Q, C, M):
+def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H, Q, C, M, card_block, pick_block):
     """Program `p`: row `p` of `x [nb Q, H]`, one showdown node of subgame `p // Q`. Its
     table row is written (`g_ref`, `c_ref`) and read back by the same program after a
     barrier, so it stays in the cache instead of making a round trip through memory
     between kernels. Each block is one power of two longer than its row (`H + 1`, `M + 1`
-    entries): the prefix sum's last entry, over the masked zeros, is the row's total."""
+    entries): the prefix sum's last entry, over the masked zeros, is the row's total.
+    `card_block` cards per step of the card loop, `pick_block` hands per step of the
+    gather-sum."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
 
@@ -81,15 +94,15 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
     rows = plt.load(x_ref.at[ph, idx], mask=h < H, other=0.0)
     total = jnp.sum(rows)
     plt.store(g_ref.at[ph, h], jnp.cumsum(rows) - rows - 0.5 * total, mask=h <= H)
-    # -D_k = P_k[M] / 2 - P_k (entry M: -P_k[M] / 2), CARD_BLOCK cards at a time.
+    # -D_k = P_k[M] / 2 - P_k (entry M: -P_k[M] / 2), card_block cards at a time.
     Mp = pow2(M + 1)
     m = jnp.arange(Mp)
-    kk = jnp.arange(CARD_BLOCK)
-    pc = jnp.full((CARD_BLOCK, Mp), p)
-    bc = jnp.full((CARD_BLOCK, Mp), b)
+    kk = jnp.arange(card_block)
+    pc = jnp.full((card_block, Mp), p)
+    bc = jnp.full((card_block, Mp), b)
 
     def cards(j, carry):
-        k, mm = _grid2(j * CARD_BLOCK + kk, m)                                 # [KC, Mp]
+        k, mm = _grid2(j * card_block + kk, m)                                 # [KC, Mp]
         held = (k < C) & (mm < M)
         cidx = plt.load(cards_ref.at[bc, k, mm], mask=held, other=H)
         live = held & (cidx < H)
@@ -99,40 +112,63 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
         plt.store(c_ref.at[pc, k * (M + 1) + mm], neg_d, mask=(k < C) & (mm <= M))
         return carry
 
-    jax.lax.fori_loop(0, pl.cdiv(C, CARD_BLOCK), cards, 0)
+    jax.lax.fori_loop(0, pl.cdiv(C, card_block), cards, 0)
     if not INTERPRET:
         plt.debug_barrier()   # the table's entries, written by every thread, read by any
-    # Six table entries per hand, PICK_BLOCK hands at a time.
-    hb = jnp.arange(PICK_BLOCK)
-    pb = jnp.full((PICK_BLOCK,), p)
-    bb = jnp.full((PICK_BLOCK,), b)
+    # Six table entries per hand, pick_block hands at a time.
+    hb = jnp.arange(pick_block)
+    pb = jnp.full((pick_block,), p)
+    bb = jnp.full((pick_block,), b)
 
     def pick(j, carry):
-        h = j * PICK_BLOCK + hb
+        h = j * pick_block + hb
         hm = h < H
-        acc = jnp.zeros((PICK_BLOCK,), jnp.float32)
+        acc = jnp.zeros((pick_block,), jnp.float32)
         for k in range(6):
-            e = plt.load(index_ref.at[bb, h, jnp.full((PICK_BLOCK,), k)], mask=hm, other=0)
+            e = plt.load(index_ref.at[bb, h, jnp.full((pick_block,), k)], mask=hm, other=0)
             ref, e = (g_ref, e) if k < 2 else (c_ref, e - (H + 1))
             acc = acc + plt.load(ref.at[pb, e], mask=hm, other=0.0)
         plt.store(out_ref.at[pb, h], acc, mask=hm)
         return carry
 
-    jax.lax.fori_loop(0, pl.cdiv(H, PICK_BLOCK), pick, 0)
+    jax.lax.fori_loop(0, pl.cdiv(H, pick_block), pick, 0)
 
 
+@jax.custom_batching.custom_vmap
 def showdown(x, sorted_t, cards_t, index_t):
     """`Wk - St` of `nb` subgames with `Q` showdown nodes each: `x [nb, Q, H]` float32 ->
-    `[nb, Q, H]` (module docstring for the tables)."""
+    `[nb, Q, H]` (module docstring for the tables).
+
+    Under `vmap` (`_showdown_vmap`) the mapped axis joins the subgames (or, where the
+    tables are not mapped, the nodes), so one kernel runs for all of them: a turn's river
+    boards, mapped over by `cfrjax.public.passes`, are subgames of one launch."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
 
     nb, Q, H = x.shape
     C, M = cards_t.shape[1:]
     shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (nb * Q, H))
+    warps, card_block, pick_block = (WARPS, CARD_BLOCK, PICK_BLOCK) if nb * Q >= FEW_PROGRAMS else FEW_PROGRAMS_BLOCKS
     out = pl.pallas_call(
-        functools.partial(_kernel, H=H, Q=Q, C=C, M=M),
+        functools.partial(_kernel, H=H, Q=Q, C=C, M=M, card_block=card_block, pick_block=pick_block),
         out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(nb * Q,), interpret=INTERPRET,
-        compiler_params=plt.CompilerParams(num_warps=WARPS), name="cfrjax_showdown")(
+        compiler_params=plt.CompilerParams(num_warps=warps), name="cfrjax_showdown")(
             x.reshape(nb * Q, H), sorted_t, cards_t, index_t)[2]
     return out.reshape(nb, Q, H)
+
+
+@showdown.def_vmap
+def _showdown_vmap(n, in_batched, x, sorted_t, cards_t, index_t):
+    """`showdown` of `n` mapped calls as one call: with the tables mapped, the map's
+    entries are more subgames (`[n nb, Q, H]`, unmapped operands broadcast); with one set
+    of tables for all, they are more nodes of each subgame (`[nb, n Q, H]`)."""
+    x_mapped, tables_mapped = in_batched[0], any(in_batched[1:])
+    if not tables_mapped:
+        nb, Q, H = x.shape[1:]
+        out = showdown(jnp.moveaxis(x, 0, 1).reshape(nb, n * Q, H), sorted_t, cards_t, index_t)
+        return jnp.moveaxis(out.reshape(nb, n, Q, H), 1, 0), True
+    args = [a if mapped else jnp.broadcast_to(a, (n,) + a.shape)
+            for a, mapped in zip((x, sorted_t, cards_t, index_t), in_batched)]
+    nb = args[0].shape[1]
+    out = showdown(*(a.reshape((n * nb,) + a.shape[2:]) for a in args))
+    return out.reshape((n, nb) + out.shape[1:]), True

@@ -202,6 +202,25 @@ def compat_sums(x, hand_cards, card_hands):
     return jnp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + x
 
 
+def card_matrix(hand_cards, num_cards: int = NUM_CARDS):
+    """`[C + 1, H]` in `DENSE_DTYPE`: row `c` is 1 at the hands holding card `c`, the last
+    row all ones (the total), for `compat_sums_dot`."""
+    held = (hand_cards[:, :, None] == jnp.arange(num_cards, dtype=hand_cards.dtype)).any(axis=1)   # [H, C]
+    return jnp.concatenate([held.T, jnp.ones((1, held.shape[0]), bool)]).astype(DENSE_DTYPE)
+
+
+def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS):
+    """`compat_sums` with the per-card sums and the total as one matmul (`dense_apply` of
+    `card_matrix`: exact products, float32 accumulation): off the CPU, where the gathered
+    reduction of `compat_sums` was fused into its consumer's loop and recomputed for every
+    hand (a full-range turn's trunk folds: 16 us a half-iteration on an H200 for a
+    `[4, H]` output). Equal to `compat_sums` to rounding."""
+    sums = dense_apply(card_matrix(hand_cards, num_cards), x.reshape(x.shape[0], -1))
+    sums = sums.reshape((-1,) + x.shape[1:])                                 # [C + 1, ...]
+    s = sums[:-1][hand_cards]                                                # [H, 2, ...]
+    return sums[-1:] - s[:, 0] - s[:, 1] + x
+
+
 def _gather_rows(a, index):
     """`a[index]` along the leading axis: `index [n]` shared by every column of `a [R, ...]`,
     or per subgame `index [n, nb]` against `a [R, Q, nb]` (board tables batch-last, one
@@ -341,6 +360,19 @@ def _showdown_kernel(board: dict, r):
     return jax.lax.optimization_barrier(jnp.transpose(out, (1, 2, 0)).reshape(-1)).reshape(r.shape)
 
 
+def _showdown_kernel_one_board(board: dict, r):
+    """`r [K, L, H, *batch]` at the showdowns of one board (tables `sd_sorted [H]`, ...) ->
+    `Wk - St`, same shape, by `cfrjax.public.showdown_kernel` as one subgame whose nodes
+    are the `K L *batch` rows. Mapped over a turn's river boards (`cfrjax.public.passes`
+    maps `vmap` over them off the CPU), the boards become the kernel's subgames: one
+    launch for every board's showdowns."""
+    H = r.shape[2]
+    x = jnp.moveaxis(r, 2, -1)                                               # [K, L, *batch, H]
+    out = showdown_kernel.showdown(x.reshape(1, -1, H), board["sd_sorted"][None],
+                                   board["sd_card_sorted"][None], board["sd_index"][None])
+    return jnp.moveaxis(out.reshape(x.shape), -1, 2)
+
+
 def _materialise(x):
     """`x`, written to memory by a scatter of its rows: XLA:CPU fuses a gather's producers
     into the gather and recomputes them for every gathered element (here the prefix
@@ -369,8 +401,8 @@ def dense_used(game, cpu: bool) -> bool:
 
 
 def dense_apply(m, x):
-    """`m @ x` for a dense terminal matrix `m [H, H]` (entries -1, 0, 1; `dense_tables`)
-    and `x [H, Q]`, in `x`'s dtype.
+    """`m @ x` for a matrix `m [R, H]` of -1, 0 and 1 in `DENSE_DTYPE` (`dense_tables`,
+    `card_matrix`) and `x [H, Q]`, in `x`'s dtype.
 
     float32: `x = hi + mid + lo` exactly with three bfloat16 parts (each takes the next 8
     significant bits of what is left; float32 has 24), so `m @ x` is one bfloat16 matmul
@@ -403,7 +435,9 @@ def fold_compat(game, r, cpu: bool):
         return r
     if dense_used(game, cpu):
         return _rows(r, lambda x: dense_apply(game.dense_compat, x))
-    return _rows(r, lambda x: compat_sums(_materialise(x) if cpu else x, game.hand_cards, game.card_hands))
+    if not cpu:
+        return _rows(r, lambda x: compat_sums_dot(x, game.hand_cards, game.card_hands.shape[0]))
+    return _rows(r, lambda x: compat_sums(_materialise(x), game.hand_cards, game.card_hands))
 
 
 def fold_values(game, r, row, inv_z, cpu: bool):
@@ -428,6 +462,8 @@ def showdown_diff(game, board: dict, r, cpu: bool):
         return _rows(r, lambda x: dense_apply(board["dense_showdown"], x))
     if _batch_first(board, cpu) and showdown_kernel.used(r):
         return _showdown_kernel(board, r)
+    if not cpu and not _subgames(board) and showdown_kernel.used(r):
+        return _showdown_kernel_one_board(board, r)
     # On CPU the reach is written out first: fused into the gathers below, it would be
     # recomputed (the forward pass's path products) for every gathered row.
     return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu))

@@ -1,0 +1,103 @@
+"""The full-range turn on one spot: terminal forms side by side, each in its own process.
+
+Issue 21's turn targets: ms/iter, peak device memory, and the wall from the solve call
+(build and compile included) to 0.3% of the pot, cold and with a warm compilation cache.
+Each variant runs in a fresh process, twice over one compilation-cache folder (the first
+run fills it, the second reads it), DCFR alternating float32:
+
+* `dense`: the dense bfloat16 matrices per river board (`terminals="dense"`);
+* `sorted`: sorted terminals in XLA (the showdown kernel switched off);
+* `kernel`: sorted terminals, every river board's showdowns in one Pallas kernel launch
+  (`cfrjax.public.showdown_kernel`, NVIDIA GPUs).
+
+For each: build seconds, wall to the target (`solve(..., eval_every=10,
+target_exploitability=0.3% of the pot)` from the build's start), the iteration it stopped
+at and its float64 exploitability, then steady ms/iter (`common.time_solve`), peak device
+memory and the per-kernel device time of 20 iterations (`kernel_profile.profile_run`).
+Records in `bench/results/turn_speed.jsonl`.
+
+    python bench/turn_speed.py --variants dense,sorted,kernel --out bench/results/turn_speed_h200.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "results", "turn_speed.jsonl")
+
+
+def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
+    t_start = time.perf_counter()
+    sys.path.insert(0, HERE)
+    import jax
+    import cfrjax
+    from cfrjax.compile_cache import enable_compile_cache
+    from cfrjax.forms import starting_pot
+    from cfrjax.games.poker import load_poker_config
+    from cfrjax.games.poker.public import build_public
+    from cfrjax.public import showdown_kernel
+    from common import environment, peak_memory_bytes, time_solve
+    from kernel_profile import profile_run
+
+    enable_compile_cache(cache)
+    showdown_kernel.ENABLED = variant != "sorted"
+    t0 = time.perf_counter()
+    game = build_public(load_poker_config(cfrjax.load.spec_path(spot)), terminals="dense" if variant == "dense" else "sorted")
+    build_s = time.perf_counter() - t0
+    state = cfrjax.init(game, rule="dcfr", order="alternating", dtype="float32")
+    target = 0.003 * starting_pot(game)
+    _, trace = cfrjax.solve(game, state, eval_every=10, target_exploitability=target, max_iterations=1000)
+    wall = time.perf_counter() - t0
+    rec = dict(game=spot, variant=variant, rule="dcfr", order="alternating", dtype="float32", build_s=build_s,
+               import_s=t0 - t_start, wall_to_target_s=wall, target=target, stop_iteration=int(trace.iteration[-1]),
+               exploitability=float(trace.exploitability[-1]), kernel_used=showdown_kernel.ENABLED and variant != "dense")
+    if profile:
+        rec.update(time_solve(game, state, 100, repeats=5))
+        rec["peak_device_bytes"] = peak_memory_bytes()
+        prof = profile_run(lambda: cfrjax.solve(game, state, 20), 20)
+        rec.update(kernels_per_iteration=prof["kernels_per_iteration"], device_us_per_iter=prof["device_us_per_iter"],
+                   kernels=prof["kernels"][:15])
+    rec.update(environment())
+    return rec
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--spot", default="hunl_turn_full")
+    p.add_argument("--variants", default="dense,sorted,kernel")
+    p.add_argument("--out", default=OUT)
+    p.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.worker:
+        spot, variant, cache, profile = a.worker
+        print(json.dumps(_worker(spot, variant, cache, profile == "1")))
+        return 0
+    for variant in a.variants.split(","):
+        with tempfile.TemporaryDirectory() as cache:
+            for run, profile in (("cold cache", "0"), ("warm cache", "1")):
+                out = subprocess.run([sys.executable, __file__, "--worker", a.spot, variant, cache, profile],
+                                     capture_output=True, text=True)
+                if out.returncode != 0:
+                    print(out.stderr[-3000:], file=sys.stderr)
+                    continue
+                rec = json.loads(out.stdout.strip().splitlines()[-1])
+                rec["cache"] = run
+                with open(a.out, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+                print(variant, run, {k: rec.get(k) for k in ("build_s", "wall_to_target_s", "stop_iteration",
+                                                              "exploitability", "ms_per_iter", "compile_s",
+                                                              "peak_device_bytes", "device_us_per_iter")}, flush=True)
+                for k in rec.get("kernels", [])[:8]:
+                    print("   ", k, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
