@@ -1,4 +1,4 @@
-"""The full-range turn on one spot: terminal forms side by side, each in its own process.
+"""One full-range spot (the turn by default; any spot with several boards): terminal forms side by side.
 
 Issue 21's turn targets: ms/iter, peak device memory, and the wall from the solve call
 (build and compile included) to 0.3% of the pot, cold and with a warm compilation cache.
@@ -14,9 +14,10 @@ For each: build seconds, wall to the target (`solve(..., eval_every=10,
 target_exploitability=0.3% of the pot)` from the build's start), the iteration it stopped
 at and its float64 exploitability, then steady ms/iter (`common.time_solve`), peak device
 memory and the per-kernel device time of 20 iterations (`kernel_profile.profile_run`).
-Records in `bench/results/turn_speed.jsonl`.
+Records in `bench/results/spot_speed.jsonl`.
 
-    python bench/turn_speed.py --variants dense,sorted,kernel --out bench/results/turn_speed_h200.jsonl
+    python bench/spot_speed.py --variants dense,sorted,kernel --out bench/results/spot_speed_h200.jsonl
+    python bench/spot_speed.py --spot hunl_flop_full --variants kernel,sorted
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "results", "turn_speed.jsonl")
+OUT = os.path.join(HERE, "results", "spot_speed.jsonl")
 
 
 def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
