@@ -22,7 +22,7 @@ import cfrjax
 from cfrjax import passes
 from cfrjax.games.poker import PokerSpecError, PokerSubgameSpec, build_spec, load_libratus_endgame, load_poker_config
 from cfrjax.games.poker.public import build_public
-from cfrjax.public import passes as pp
+from cfrjax.public import passes as pp, showdown_kernel
 from cfrjax.public.game import PublicGame
 from selection import cases
 
@@ -403,8 +403,8 @@ def test_sorted_dense_and_lowerings_agree(case):
     gs = build_public(cfg, hands=hl, terminals="sorted" if case == "river" else "auto")
     gd = build_public(cfg, hands=hl, terminals="dense")
     assert gd.dense_showdown is not None
-    if case == "turn":   # "auto": the dense matrices are built for accelerators only
-        assert (gs.dense_showdown is None) == (jax.default_backend() == "cpu")
+    if case == "turn":   # "auto": the dense matrices are built for accelerators without the showdown kernel only
+        assert (gs.dense_showdown is None) == (jax.default_backend() == "cpu" or showdown_kernel.available())
     pol = random_policy(gs, 3)
     rs, ys = regret_pass(gs, passes.extend(pol), jnp.zeros(gs.slot_shape), None)
     scale = float(jnp.abs(rs).max())
@@ -412,6 +412,10 @@ def test_sorted_dense_and_lowerings_agree(case):
         rd, yd = regret_pass(gd, passes.extend(pol), jnp.zeros(gd.slot_shape), None)
     else:                 # accelerator lowering on CPU: dense terminals, boards vmapped, pulled sums
         rd, yd = _accelerator_lowering(gd, passes.extend(pol))
+        # and sorted terminals there: folds by the card-matrix matmul, strategy rows read in place
+        rk, yk = _accelerator_lowering(dataclasses.replace(gd, terminals="sorted"), passes.extend(pol))
+        np.testing.assert_allclose(rk, rs, rtol=0, atol=1e-12 * scale)
+        np.testing.assert_allclose(yk, ys, rtol=0, atol=1e-15)
     np.testing.assert_allclose(rd, rs, rtol=0, atol=1e-12 * scale)
     np.testing.assert_allclose(yd, ys, rtol=0, atol=1e-15)
 
