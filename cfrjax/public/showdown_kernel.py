@@ -162,8 +162,7 @@ def _showdown_vmap(n, in_batched, x, sorted_t, cards_t, index_t):
     """`showdown` of `n` mapped calls as one call: with the tables mapped, the map's
     entries are more subgames (`[n nb, Q, H]`, unmapped operands broadcast); with one set
     of tables for all, they are more nodes of each subgame (`[nb, n Q, H]`)."""
-    x_mapped, tables_mapped = in_batched[0], any(in_batched[1:])
-    if not tables_mapped:
+    if not any(in_batched[1:]):
         nb, Q, H = x.shape[1:]
         out = showdown(jnp.moveaxis(x, 0, 1).reshape(nb, n * Q, H), sorted_t, cards_t, index_t)
         return jnp.moveaxis(out.reshape(nb, n, Q, H), 1, 0), True

@@ -6,9 +6,10 @@ Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a t
 * **Fold** (`fold_compat`): `C(h) = sum_{h'} compat(h, h') r[h'] = T - S[c1] - S[c2] + r[h]`
   with `T = sum r` and `S[c]` the reach of the hands holding card `c` (both players share
   one hand list, so the opponent's copy of `h` itself, counted in both `S` terms, is
-  `r[h]`). O(H) per terminal: one gather of each card's hands (`card_hands`). Batches
-  of thousands of spots on an NVIDIA GPU run it batch-last as one Pallas kernel with
-  the stake and `1 / Z` (`fold_values`, `cfrjax.public.fold_kernel`).
+  `r[h]`). O(H) per terminal: one gather of each card's hands (`card_hands`) on CPU;
+  elsewhere `T` and the `S[c]` are one matmul of a 0/1 card matrix (`compat_sums_dot`).
+  Batches of thousands of spots on an NVIDIA GPU run it batch-last as one Pallas kernel
+  with the stake and `1 / Z` (`fold_values`, `cfrjax.public.fold_kernel`).
 * **Showdown** (`showdown_diff`): `D(h) = Wk(h) - St(h)`, the compatible opponent reach
   with weaker minus with stronger hands (ties count zero). With `P` the exclusive prefix
   sums of `r` in ascending strength order on the terminal's board, and `P_c` those of
@@ -21,7 +22,9 @@ Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a t
   list, or in card `c`'s list). No own-hand correction is needed: `h` is neither weaker
   nor stronger than itself. O(H) per terminal after one sort per board (build time:
   `showdown_tables`): gathers, prefix sums, gathers, for all of a board's showdowns
-  (and both players, and batch entries) at once.
+  (and both players, and batch entries) at once. In float32 on an NVIDIA GPU one Pallas
+  kernel does it (`cfrjax.public.showdown_kernel`): for a batch of spots with a board
+  each, and for a turn's or flop's river boards, all in one launch.
 * **Dense** alternative: `D = M_b r` with `M_b[h, h'] = compat * sign(s_h - s_h')` per
   board (one matmul for all of a board's showdowns; the boards `vmap`ped into one
   batched matmul on accelerators) and `C = compat r` (one matmul). O(H^2) per terminal
