@@ -206,11 +206,11 @@ def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(monkeypatch):
     (one set of tables: the ranges become more nodes) and over tables (more subgames),
     and on one board unmapped."""
     from cfrjax.public import showdown_kernel
-    tables = _padded_tables(3, 7, combos=150)
+    tables = _padded_tables(2, 7, combos=120)
     tb = {k: jnp.asarray(tables[k][:, 0]) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}   # [B, ...]
     B, H = tb["sd_sorted"].shape
     game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
-    r = jnp.asarray(np.random.default_rng(1).random((B, 4, 2, H, 5)), jnp.float32)     # per board [K, L, H, batch]
+    r = jnp.asarray(np.random.default_rng(1).random((B, 2, 1, H, 3)), jnp.float32)     # per board [K, L, H, batch]
     f = lambda b, v: pt.showdown_diff(game, b, v, False)                               # noqa: E731
     monkeypatch.setattr(showdown_kernel, "INTERPRET", jax.default_backend() != "gpu")
 
@@ -221,13 +221,13 @@ def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(monkeypatch):
 
     exact = np.stack([np.asarray(pt._rows(jnp.asarray(r[i], jnp.float64), lambda x: pt._showdown_sorted_hm(
         {k: tb[k][i] for k in tb}, x, False))) for i in range(B)]) if jax.config.jax_enable_x64 else None
-    r_first = jnp.moveaxis(r, -1, 0)                                                  # [5, B, K, L, H]
-    stacked = jax.tree.map(lambda t: jnp.stack([t] * 5), tb)
+    r_first = jnp.moveaxis(r, -1, 0)                                                  # [3, B, K, L, H]
+    stacked = jax.tree.map(lambda t: jnp.stack([t] * 3), tb)
     by_ranges, by_tables = jax.vmap(jax.vmap(f), in_axes=(None, 0)), jax.vmap(jax.vmap(f))
     # One kernel call each, the mapped axes folded into its subgames or nodes.
-    assert kernel_calls(jax.vmap(f), tb, r) == [(B, 40, H)]
-    assert kernel_calls(by_ranges, tb, r_first) == [(B, 40, H)]
-    assert kernel_calls(by_tables, stacked, r_first) == [(5 * B, 8, H)]
+    assert kernel_calls(jax.vmap(f), tb, r) == [(B, 6, H)]
+    assert kernel_calls(by_ranges, tb, r_first) == [(B, 6, H)]
+    assert kernel_calls(by_tables, stacked, r_first) == [(3 * B, 2, H)]
     runs = {"boards": jax.jit(jax.vmap(f))(tb, r),
             "ranges": jnp.moveaxis(jax.jit(by_ranges)(tb, r_first), 0, -1),
             "tables": jnp.moveaxis(jax.jit(by_tables)(stacked, r_first), 0, -1),
