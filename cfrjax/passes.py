@@ -15,7 +15,8 @@ Both add the same numbers in the same order (members in segment order, path fact
 root first); they agree to rounding (XLA may contract a product and the following add
 into one fused multiply-add; tested on CPU to 1e-12). The pull uses no atomics, so it is
 deterministic on GPU too. Where padding would cost more than `MAX_PAD` gathers per
-member, the pull falls back to the scatter.
+member, the pull falls back to a segmented scan (`segmented_scan_totals`), also without
+atomics.
 
 The backward pass is a static Python loop over the D depth levels, so it traces to a
 fixed sequence of kernels: XLA sees the whole schedule and nothing runs on the host per
@@ -46,7 +47,7 @@ from cfrjax.game import CompiledGame
 #: (as a sequential scatter-add adds); wider ones by a reduction.
 UNROLL = 32
 #: A pull pads every segment to the widest; beyond this factor of gathered padding per
-#: member, a sorted segment sum (scatter-add) is used.
+#: member, a segmented scan is used (`segmented_scan_totals`).
 MAX_PAD = 16.0
 
 
@@ -104,10 +105,13 @@ def segment_total(x, start, width: int, segment_ids, init=None, pull: bool = Tru
     num, length = start.shape[-1] - 1, x.shape[0]
     if length == 0 or width == 0:
         return jnp.zeros((num,) + x.shape[1:], x.dtype) if init is None else init
-    if not pull or num * width > MAX_PAD * length + 64:
+    if not pull:
         if init is None:
             return jax.ops.segment_sum(x, segment_ids, num_segments=num, indices_are_sorted=True)
         return init.at[segment_ids].add(x, indices_are_sorted=True)
+    if num * width > MAX_PAD * length + 64:
+        total = segmented_scan_totals(x, start, segment_ids)
+        return total if init is None else init + total
     idx = start[:-1, None] + jnp.arange(width, dtype=start.dtype)
     valid = lift(idx < start[1:, None], x.ndim + 1)
     members = jnp.where(valid, x[jnp.minimum(idx, length - 1)], 0)  # [K, width, *batch]
@@ -118,6 +122,26 @@ def segment_total(x, start, width: int, segment_ids, init=None, pull: bool = Tru
     for k in range(width):
         acc = members[:, k] if acc is None else acc + members[:, k]
     return acc
+
+
+def segmented_scan_totals(x, start, segment_ids):
+    """Sums of contiguous segments (`segment_total`'s arguments) by a segmented inclusive
+    scan (`lax.associative_scan`, log-depth, `[L, *batch]` memory): the pull's fallback
+    where padding every segment to the widest would cost too much (a flop's turn-card
+    chance nodes beside two-action decisions on one trunk level). No atomics, so it is
+    deterministic on a GPU where a scatter-add is not; sums in a tree order (equal to the
+    sequential sum to rounding)."""
+    length = x.shape[0]
+    first = jnp.concatenate([jnp.ones((1,), bool), segment_ids[1:] != segment_ids[:-1]])
+
+    def add(a, b):
+        (av, af), (bv, bf) = a, b
+        return jnp.where(lift(bf, bv.ndim), bv, av + bv), af | bf
+
+    scanned, _ = jax.lax.associative_scan(add, (x, first))
+    last = start[1:] - 1                                           # each segment's last member
+    nonempty = lift(start[1:] > start[:-1], x.ndim)
+    return jnp.where(nonempty, scanned[jnp.clip(last, 0, length - 1)], jnp.zeros((), x.dtype))
 
 
 def segment_sum_slots(game: CompiledGame, x):

@@ -128,16 +128,21 @@ def test_segment_total_paths(width):
         np.testing.assert_array_equal(np.asarray(pulled), np.asarray(scattered))
     else:  # a reduction tree; or on a GPU, a scatter-add of atomics in no fixed order
         np.testing.assert_allclose(np.asarray(pulled), np.asarray(scattered), rtol=1e-12, atol=1e-12)
-    # a segment far wider than the others exceeds the padding budget: scatter fallback
-    skew = np.ones(200, np.int64)
+    # a segment far wider than the others exceeds the padding budget: the segmented scan,
+    # no scatter (atomics on a GPU), with empty segments, batch axes and an initial value
+    skew = rng.integers(0, 3, 200)
     skew[0] = 5000
     start = jnp.asarray(np.concatenate([[0], np.cumsum(skew)]), jnp.int32)
     ids = jnp.asarray(np.repeat(np.arange(200), skew), jnp.int32)
-    x = jnp.asarray(rng.normal(size=int(skew.sum())))
-    text = jax.jit(lambda v: passes.segment_total(v, start, 5000, ids, pull=True)).lower(x).as_text()
-    assert "scatter" in text
-    np.testing.assert_allclose(np.asarray(passes.segment_total(x, start, 5000, ids, pull=True)),
-                               np.asarray(jax.ops.segment_sum(x, ids, 200)), rtol=1e-12)
+    x = jnp.asarray(rng.normal(size=(int(skew.sum()), 3)))
+    init = jnp.asarray(rng.normal(size=(200, 3)))
+    text = jax.jit(lambda v: passes.segment_total(v, start, 5000, ids, init=init, pull=True)).lower(x).as_text()
+    assert "scatter" not in text
+    want = np.asarray(init) + np.stack([np.bincount(np.asarray(ids), np.asarray(x)[:, j], 200) for j in range(3)], 1)
+    assert (skew == 0).any()
+    for got in (passes.segment_total(x, start, 5000, ids, init=init, pull=True),
+                passes.segment_total(x, start, 5000, ids, init=init, pull=False)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
 
 
 def test_bad_reduction_names_allowed_values():
