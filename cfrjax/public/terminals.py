@@ -212,16 +212,23 @@ def card_matrix(hand_cards, num_cards: int = NUM_CARDS):
     return jnp.concatenate([held.T, jnp.ones((1, held.shape[0]), bool)]).astype(DENSE_DTYPE)
 
 
-def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS):
-    """`compat_sums` with the per-card sums and the total as one matmul (`dense_apply` of
-    `card_matrix`: exact products, float32 accumulation): off the CPU, where the gathered
-    reduction of `compat_sums` was fused into its consumer's loop and recomputed for every
-    hand (a full-range turn's trunk folds: 16 us a half-iteration on an H200 for a
-    `[4, H]` output). Equal to `compat_sums` to rounding."""
-    sums = dense_apply(card_matrix(hand_cards, num_cards), x.reshape(x.shape[0], -1))
-    sums = sums.reshape((-1,) + x.shape[1:])                                 # [C + 1, ...]
-    s = sums[:-1][hand_cards]                                                # [H, 2, ...]
-    return sums[-1:] - s[:, 0] - s[:, 1] + x
+def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0):
+    """`compat_sums` along `axis` (the hands' axis of `x`), with the per-card sums and the
+    total as a matmul by `card_matrix` (in float32 of the three bfloat16 parts of
+    `bfloat16_parts`: exact products, float32 accumulation; other dtypes at full
+    precision): off the CPU, where the gathered reduction of `compat_sums` was fused into
+    its consumer's loop and recomputed for every hand (a full-range turn's trunk folds:
+    16 us a half-iteration on an H200 for a `[4, H]` output). The hands stay where they
+    are in `x` (no transpose to hand-major). Equal to `compat_sums` to rounding."""
+    m = card_matrix(hand_cards, num_cards)                                    # [C + 1, H]
+    if x.dtype == jnp.float32:
+        sums = sum(jnp.tensordot(p, m, axes=([axis], [1]), preferred_element_type=jnp.float32)
+                   for p in bfloat16_parts(x))
+    else:
+        sums = jnp.tensordot(x, m.astype(x.dtype), axes=([axis], [1]), precision=jax.lax.Precision.HIGHEST)
+    sums = jnp.moveaxis(sums, -1, axis)                                       # [..., C + 1 at axis, ...]
+    per_card = lambda k: jnp.take(sums, hand_cards[:, k], axis=axis)          # noqa: E731
+    return jax.lax.slice_in_dim(sums, num_cards, num_cards + 1, axis=axis) - per_card(0) - per_card(1) + x
 
 
 def _gather_rows(a, index):
@@ -447,7 +454,7 @@ def fold_compat(game, r, cpu: bool):
     if dense_used(game, cpu):
         return _rows(r, lambda x: dense_apply(game.dense_compat, x))
     if not cpu:
-        return _rows(r, lambda x: compat_sums_dot(x, game.hand_cards, game.card_hands.shape[0]))
+        return compat_sums_dot(r, game.hand_cards, game.card_hands.shape[0], axis=2)
     return _rows(r, lambda x: compat_sums(_materialise(x), game.hand_cards, game.card_hands))
 
 
