@@ -411,8 +411,9 @@ def dense_used(game, cpu: bool) -> bool:
 
 
 def dense_apply(m, x):
-    """`m @ x` for a matrix `m [R, H]` of -1, 0 and 1 in `DENSE_DTYPE` (`dense_tables`,
-    `card_matrix`) and `x [H, Q]`, in `x`'s dtype.
+    """`m @ x` for a dense terminal matrix `m [H, H]` of -1, 0 and 1 in `DENSE_DTYPE`
+    (`dense_tables`) and `x [H, Q]`, in `x`'s dtype (`compat_sums_dot` multiplies the
+    same parts by its small card matrix along any axis).
 
     float32: `x = hi + mid + lo` exactly with three bfloat16 parts (each takes the next 8
     significant bits of what is left; float32 has 24), so `m @ x` is one bfloat16 matmul
