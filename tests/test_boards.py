@@ -243,9 +243,9 @@ def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(monkeypatch):
 
 def test_compat_sums_as_a_matmul_equal_the_gathered_sums():
     """`compat_sums_dot` (off the CPU: the per-card sums and the total as one matmul of a
-    0/1 card matrix) equals `compat_sums` and a float64 product with the compatibility
-    matrix, on a hand list in no order with some pairs missing, in float32 (to rounding)
-    and float64."""
+    0/1 card matrix), with the hands on the first axis or another, equals `compat_sums`
+    and a float64 product with the compatibility matrix, on a hand list in no order with
+    some pairs missing, in float32 (to rounding) and float64."""
     rng = np.random.default_rng(2)
     hand_cards = rng.permutation([(a, b) for a in range(9) for b in range(a + 1, 9)]).astype(np.int32)[:-4]
     hand_cards[::3] = hand_cards[::3, ::-1]
@@ -258,9 +258,10 @@ def test_compat_sums_as_a_matmul_equal_the_gathered_sums():
             continue
         xd = jnp.asarray(x, dtype)
         dot = jax.jit(pt.compat_sums_dot, static_argnums=2)(xd, hc, 9)
+        along = jax.jit(pt.compat_sums_dot, static_argnums=(2, 3))(jnp.moveaxis(xd, 0, 1), hc, 9, 1)   # hands on axis 1
         gathered = jax.jit(pt.compat_sums)(xd, hc, ch)
         assert dot.dtype == dtype
-        for got in (dot, gathered):
+        for got in (dot, jnp.moveaxis(along, 1, 0), gathered):
             np.testing.assert_allclose(np.asarray(got), exact, rtol=0, atol=tol * np.abs(exact).max())
 
 
