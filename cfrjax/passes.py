@@ -77,14 +77,30 @@ def edge_range(game: CompiledGame, player) -> tuple[int, int]:
     return (0, game.dec_split) if player == 0 else (game.dec_split, game.num_decision_edges)
 
 
+def traced_for_cpu() -> bool:
+    """Whether the program being traced is for a CPU: the platform of JAX's default device
+    (`jax.default_device(...)`, part of jit's cache key), else of the default backend.
+
+    The passes pick their lowering with it while tracing, so only that lowering is traced
+    and lowered; `lax.platform_dependent` traces and lowers every branch (the full-range
+    turn's solve: twice the 1.2 s of tracing on an H200). Both lowerings compute the same
+    values (each is tested on CPU), so inputs committed to a device of another platform
+    than the default run correctly, in the default's lowering; a Pallas kernel in it only
+    lowers on an NVIDIA GPU (an error elsewhere, never another answer)."""
+    device = jax.config.jax_default_device
+    if device is not None:
+        return (device if isinstance(device, str) else device.platform) == "cpu"
+    return jax.default_backend() == "cpu"
+
+
 def by_platform(game: CompiledGame, pull, scatter):
-    """`pull()` or `scatter()` as `game.reduction` says; `"auto"`: scatter on CPU, pull elsewhere.
-    Any compiled form (`cfrjax.forms`)."""
+    """`pull()` or `scatter()` as `game.reduction` says; `"auto"`: scatter on CPU, pull
+    elsewhere (`traced_for_cpu`). Any compiled form (`cfrjax.forms`)."""
     if game.reduction == "pull":
         return pull()
     if game.reduction == "scatter":
         return scatter()
-    return jax.lax.platform_dependent(cpu=scatter, default=pull)
+    return scatter() if traced_for_cpu() else pull()
 
 
 def segment_total(x, start, width: int, segment_ids, init=None, pull: bool = True):

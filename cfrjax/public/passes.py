@@ -35,7 +35,7 @@ backward, its slots' regrets), then the trunk backward from the boards' summed r
 values (on a flop summed per turn card: board `b` hangs below the trunk leaves
 `root_chance[board_group[b]]`). On CPU the boards run one at a time in a loop (each board's arrays, about 1 MB on
 a full-range turn, stay in cache, where all 48 at once would stream through memory),
-elsewhere all at once (`vmap`). One `platform_dependent` per pass picks the lowering: on CPU scattered
+elsewhere all at once (`vmap`). One choice per pass (`_on_platform`) picks the lowering: on CPU scattered
 sums, the loop, prefix scans and sorted terminals; elsewhere pulled sums, `vmap`,
 `cumsum` and dense terminals where built (`PublicGame.terminals`, `.reduction` override).
 
@@ -58,7 +58,8 @@ from cfrjax.public import terminals
 from cfrjax.public.game import PublicGame
 
 __all__ = ["backward", "best_response_values", "expected_value", "expected_values", "forward", "hand_values",
-           "infosets", "leaf_values", "node_values", "regret_pass", "scratch_elements", "set_ranges", "strategy_rows"]
+           "infosets", "leaf_values", "node_values", "range_weights", "regret_pass", "scratch_elements", "set_ranges",
+           "strategy_rows"]
 
 
 def _lanes(player) -> tuple:
@@ -235,9 +236,10 @@ def _pull(game: PublicGame, cpu: bool) -> bool:
 
 
 def _on_platform(run):
-    """`run(cpu)` lowered for the platform: one `platform_dependent` for the whole pass
-    (tree sums, the map over boards, prefix sums and the terminal form follow from it)."""
-    return jax.lax.platform_dependent(cpu=lambda: run(True), default=lambda: run(False))
+    """`run(cpu)` for the platform traced for (`cfrjax.passes.traced_for_cpu`): one choice
+    for the whole pass (tree sums, the map over boards, prefix sums and the terminal form
+    follow from it)."""
+    return run(passes.traced_for_cpu())
 
 
 def board_tables(game: PublicGame, cpu: bool) -> dict:
@@ -550,10 +552,18 @@ def set_ranges(game: PublicGame, w0, w1) -> PublicGame:
     if w0.shape[:1] != (game.num_hands,) or w1.shape[:1] != (game.num_hands,):
         raise ValueError(f"ranges have shapes {w0.shape} and {w1.shape}, expected [{game.num_hands}, *batch] "
                          f"(one weight per hand of the game's hand list)")
-    weights = jnp.stack(jnp.broadcast_arrays(w0, w1))
-    compat = terminals.compat_sums(weights[1], game.hand_cards, game.card_hands)
-    norm = jnp.sum(weights[0] * compat, axis=0)
+    weights, norm = range_weights(game.hand_cards, game.card_hands, w0, w1)
     return dataclasses.replace(game, weights=weights, norm=norm)
+
+
+def range_weights(hand_cards, card_hands, w0, w1):
+    """`(weights [2, H, *batch], norm [*batch])` of `set_ranges`: the two ranges stacked and
+    `Z`. Jitted on its own (the builder), it returns arrays only: a jitted function that
+    returns the game hands back the labels of the game it was first traced with (they
+    compare by fingerprint, which leaves out the name and the ranges' source)."""
+    weights = jnp.stack(jnp.broadcast_arrays(w0, w1))
+    compat = terminals.compat_sums(weights[1], hand_cards, card_hands)
+    return weights, jnp.sum(weights[0] * compat, axis=0)
 
 
 def scratch_elements(game: PublicGame, order: str) -> dict:
