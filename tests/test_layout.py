@@ -112,6 +112,10 @@ def test_pull_under_vmap_equals_loop():
         np.testing.assert_allclose(np.asarray(states.regret[b]), np.asarray(one.regret), rtol=1e-12, atol=1e-13)
 
 
+# Jitted: op by op, every operation (the segmented scan's dozens) compiled a program of its own.
+_segment_total = jax.jit(passes.segment_total, static_argnames=("width", "pull"))
+
+
 @pytest.mark.parametrize("width", [5, passes.UNROLL + 7])
 def test_segment_total_paths(width):
     """Unrolled chain, reduction and scatter fallback agree (to rounding for the reduction)."""
@@ -122,26 +126,30 @@ def test_segment_total_paths(width):
     ids = jnp.asarray(np.repeat(np.arange(40), sizes), jnp.int32)
     x = jnp.asarray(rng.normal(size=int(sizes.sum())))
     init = jnp.asarray(rng.normal(size=40))
-    pulled = passes.segment_total(x, start, width, ids, init=init, pull=True)
-    scattered = passes.segment_total(x, start, width, ids, init=init, pull=False)
+    pulled = _segment_total(x, start, width=width, segment_ids=ids, init=init, pull=True)
+    scattered = _segment_total(x, start, width=width, segment_ids=ids, init=init, pull=False)
     if width <= passes.UNROLL and jax.default_backend() == "cpu":
         np.testing.assert_array_equal(np.asarray(pulled), np.asarray(scattered))
     else:  # a reduction tree; or on a GPU, a scatter-add of atomics in no fixed order
         np.testing.assert_allclose(np.asarray(pulled), np.asarray(scattered), rtol=1e-12, atol=1e-12)
-    # a segment far wider than the others exceeds the padding budget: the segmented scan,
-    # no scatter (atomics on a GPU), with empty segments, batch axes and an initial value
+
+
+def test_segment_total_beyond_the_padding_budget_scans():
+    """A segment far wider than the others exceeds the padding budget: the segmented scan,
+    no scatter (atomics on a GPU), with empty segments, batch axes and an initial value."""
+    rng = np.random.default_rng(0)
     skew = rng.integers(0, 3, 200)
     skew[0] = 5000
     start = jnp.asarray(np.concatenate([[0], np.cumsum(skew)]), jnp.int32)
     ids = jnp.asarray(np.repeat(np.arange(200), skew), jnp.int32)
     x = jnp.asarray(rng.normal(size=(int(skew.sum()), 3)))
     init = jnp.asarray(rng.normal(size=(200, 3)))
-    text = jax.jit(lambda v: passes.segment_total(v, start, 5000, ids, init=init, pull=True)).lower(x).as_text()
+    text = _segment_total.lower(x, start, width=5000, segment_ids=ids, init=init, pull=True).as_text()
     assert "scatter" not in text
     want = np.asarray(init) + np.stack([np.bincount(np.asarray(ids), np.asarray(x)[:, j], 200) for j in range(3)], 1)
     assert (skew == 0).any()
-    for got in (passes.segment_total(x, start, 5000, ids, init=init, pull=True),
-                passes.segment_total(x, start, 5000, ids, init=init, pull=False)):
+    for pull in (True, False):
+        got = _segment_total(x, start, width=5000, segment_ids=ids, init=init, pull=pull)
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12)
 
 
