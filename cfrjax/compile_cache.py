@@ -14,7 +14,8 @@ given (`JAX_COMPILATION_CACHE_DIR` or `jax.config`), else `$XDG_CACHE_HOME/cfrja
 (`~/.cache/cfrjax/xla`). `"off"` (argument or variable) leaves JAX's setting alone. Every
 program is kept (`jax_persistent_cache_min_compile_time_secs = 0`) unless that threshold
 was set through its environment variable. A cached executable is the same program, so
-results are bit for bit those of a fresh compile.
+results are bit for bit those of a fresh compile. cfrjax's own solves and evaluations
+are kept whole beside it (`cfrjax.programs`): a new process does not trace or lower them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 import os
 
 import jax
+
+from cfrjax import programs
 
 __all__ = ["ENV", "OFF", "default_dir", "enable_compile_cache"]
 
@@ -37,9 +40,13 @@ def default_dir() -> str:
     return os.path.join(base, "cfrjax", "xla")
 
 
-def enable_compile_cache(path: str | os.PathLike | None = None) -> str | None:
+def enable_compile_cache(path: str | os.PathLike | None = None, keep_programs: bool = True) -> str | None:
     """Turn on JAX's persistent compilation cache (module docstring); returns its folder,
     or `None` when switched off. Call it before the first compile of the process.
+
+    With `keep_programs` (the default) cfrjax's solves and evaluations are also kept whole
+    in the folder's `programs/` (`cfrjax.programs`), so a later process runs them without
+    tracing or lowering them again.
 
     Raises:
       OSError: the folder cannot be created (the message names it).
@@ -54,6 +61,7 @@ def enable_compile_cache(path: str | os.PathLike | None = None) -> str | None:
         raise OSError(f"compilation cache folder {folder!r} cannot be created ({e.strerror}); set "
                       f"{ENV} to another folder or to '{OFF}'") from None
     jax.config.update("jax_compilation_cache_dir", folder)
+    programs.enable(folder if keep_programs else None)
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return folder

@@ -22,6 +22,7 @@ import numpy as np
 from cfrjax.best_response import exploitability_and_value, expected_values
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
 from cfrjax.forms import starting_pot
+from cfrjax.host import device_array
 from cfrjax.iteration import join_slots, split_slots, split_step
 from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
@@ -231,7 +232,7 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
             raise ValueError(f"max_iterations must be an int >= eval_every ({eval_every}), got {max_iterations!r}")
         target = float(target_exploitability)
         with jax.enable_x64(True):  # the evaluation (only) runs in float64
-            state, k, trace = _solve_to_target(game, state, jnp.asarray(target, jnp.float64),
+            state, k, trace = _solve_to_target(game, state, device_array(target, jnp.float64),
                                                eval_every, max_iterations // eval_every)
             k = int(k)
             return restore_locks(state, locks), _host(trace, k, starting_pot(game))
@@ -336,13 +337,15 @@ class SolveChunks:
 
     def compile(self) -> float:
         """Compile every executable the run needs (one per chunk size, and the evaluation)
-        ahead of time; returns the seconds it took."""
+        ahead of time, where the run will find them (jit's cache, or kept programs,
+        `cfrjax.programs`); returns the seconds it took."""
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
+        state = drop_idle_locks(self.state)[0]   # as `solve` calls it
         for size in sizes:
-            lower_solve(self.game, self.state, size).compile()
+            _solve.compile(self.game, state, size, None)
         with jax.enable_x64(True):
-            _evaluate_jit.lower(self.game, self.state).compile()
+            _evaluate_jit.compile(self.game, self.state)
         return time.perf_counter() - t0
 
     def save(self) -> None:

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax import xla_options
 from cfrjax.state import SolverState
 
 
@@ -72,6 +73,10 @@ def unlock(game, state: SolverState, keys: Sequence[str] | None = None) -> Solve
     return dataclasses.replace(state, locked=jnp.asarray(mask))
 
 
+#: `jnp.any` as one jitted program (kept where the store is on, `cfrjax.programs`).
+_any = xla_options.jit(lambda x: jnp.any(x))
+
+
 def drop_idle_locks(state: SolverState) -> tuple[SolverState, tuple]:
     """`(state with locked = locked_policy = None, the two arrays)` when nothing is locked,
     else `(state, None)`; `restore_locks` puts them back.
@@ -85,7 +90,7 @@ def drop_idle_locks(state: SolverState) -> tuple[SolverState, tuple]:
         return state, None
     # Small masks are read on the host (no executable to compile per shape), large ones
     # reduced where they live (a batch's mask is as large as its regrets).
-    if bool(np.any(np.asarray(locked)) if np.size(locked) <= 2 ** 20 else jnp.any(locked)):
+    if bool(np.any(np.asarray(locked)) if np.size(locked) <= 2 ** 20 else _any(locked)):
         return state, None
     return dataclasses.replace(state, locked=None, locked_policy=None), (locked, state.locked_policy)
 

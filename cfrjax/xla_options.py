@@ -30,8 +30,11 @@ for the process (`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`).
 from __future__ import annotations
 
 import functools
+import inspect
 
 import jax
+
+from cfrjax import programs
 
 __all__ = ["XLA_OPTIONS", "jit"]
 
@@ -46,15 +49,33 @@ class _Jit:
 
     def __init__(self, fun, **kwargs):
         functools.update_wrapper(self, fun)
+        self._fun = fun
         self._optioned = jax.jit(fun, compiler_options=XLA_OPTIONS, **kwargs)
         self._plain = jax.jit(fun, **kwargs)
+        names = kwargs.get("static_argnames", ())
+        names = (names,) if isinstance(names, str) else tuple(names)
+        params = list(inspect.signature(fun).parameters)
+        nums = kwargs.get("static_argnums", ())
+        nums = (nums,) if isinstance(nums, int) else tuple(nums)
+        self._static = frozenset(names) | {params[i] for i in nums}
 
     def __call__(self, *args, **kwargs):
         traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
-        return (self._plain if traced else self._optioned)(*args, **kwargs)
+        if traced:
+            return self._plain(*args, **kwargs)
+        if programs.folder() is not None:   # kept between processes (`cfrjax.programs`)
+            return programs.call(self._optioned, self._fun, self._static, args, kwargs)
+        return self._optioned(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
         return self._optioned.lower(*args, **kwargs)
+
+    def compile(self, *args, **kwargs) -> None:
+        """Compile the call ahead of time, so that the call itself runs at once: kept (or
+        read back) where the store is on (`cfrjax.programs`), else in jit's own cache."""
+        if programs.folder() is None or programs.executable(self._optioned, self._fun, self._static, args,
+                                                             kwargs)[0] is None:
+            self._optioned.lower(*args, **kwargs).compile()
 
 
 def jit(fun=None, **kwargs):

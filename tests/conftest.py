@@ -157,6 +157,16 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def _programs_off():
+    """`cfrjax.programs` switched off after every test: a command-line run inside this
+    process (`cli.main`) turns it on with the compilation cache, and a later test that
+    patches a function the solve traces must trace again, not run a kept executable."""
+    yield
+    from cfrjax import programs
+    programs.enable(None)
+
+
 # Memory maps of this process above which the executables are dropped after a module:
 # under half the kernel's default limit, leaving room for the next module (a compiled
 # solve of Kuhn maps about 200 regions; the module compiling most adds about 10,000).

@@ -578,6 +578,30 @@ def test_batch_axes_equal_loop():
         assert float(ev[b]) == pytest.approx(float(evi), rel=1e-12)
 
 
+def test_compatible_pairs_counts_the_compat_matrix():
+    """The O(H) count of card-disjoint range pairs (the builder's "nothing to deal" check)
+    equals the `[H, H]` matrix's, on random hand lists and supports, identical hands in both."""
+    from cfrjax.games.poker.cards import COMBOS
+    from cfrjax.public import terminals as pt
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        hc = COMBOS[rng.choice(len(COMBOS), size=rng.integers(1, 80), replace=False)]
+        a, b = rng.random(len(hc)) < 0.5, rng.random(len(hc)) < rng.random()
+        assert pt.compatible_pairs(hc, a, b) == int((a[:, None] & b[None, :] & pt.compat_matrix(hc)).sum())
+
+
+def test_each_build_keeps_its_own_labels():
+    """Two spots of one tree, board and hand list (one fingerprint) built in one process:
+    each game has its own name and source (its ranges' support). The builder's jitted range normaliser had
+    returned the game, so the second build carried the first's labels (jit's output tree)."""
+    hands = ["AsAh", "AsAd", "KcKd", "QhQd", "JcJd", "9c9d"]
+    a = build_public(PokerSubgameSpec(board=RIVER, range0="AsAh,KcKd", range1="QhQd,JcJd", name="first"), hands=hands)
+    b = build_public(PokerSubgameSpec(board=RIVER, range0="AsAd", range1="QhQd,9c9d", name="second"), hands=hands)
+    assert a.labels.fingerprint == b.labels.fingerprint
+    assert (a.labels.name, b.labels.name) == ("first", "second")
+    assert [x.labels.source["poker"]["support"] for x in (a, b)] == [[2, 2], [1, 2]]
+
+
 def test_errors():
     with pytest.raises(ValueError, match="terminals"):
         build_public(PokerSubgameSpec(board=RIVER), terminals="fast")

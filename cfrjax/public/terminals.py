@@ -74,6 +74,18 @@ def compat_matrix(hand_cards: np.ndarray) -> np.ndarray:
     return ~(hc[:, None, :, None] == hc[None, :, None, :]).any(axis=(2, 3))
 
 
+def compatible_pairs(hand_cards: np.ndarray, in0: np.ndarray, in1: np.ndarray) -> int:
+    """How many pairs (player 0's hand in `in0 [H]`, player 1's in `in1 [H]`, bool) share
+    no card: all pairs, less those sharing a card by inclusion-exclusion over the cards
+    (a pair of identical hands shares two). Exact integers in O(H), where the `[H, H]`
+    `compat_matrix` takes 0.1 s on a full range."""
+    hc = np.asarray(hand_cards, np.int64)
+    c0 = np.bincount(hc[in0].ravel(), minlength=NUM_CARDS).astype(np.int64)
+    c1 = np.bincount(hc[in1].ravel(), minlength=NUM_CARDS).astype(np.int64)
+    both = int(np.count_nonzero(np.asarray(in0) & np.asarray(in1)))
+    return int(np.count_nonzero(in0)) * int(np.count_nonzero(in1)) - int(c0 @ c1) + both
+
+
 def card_table(hand_cards: np.ndarray, num_cards: int = NUM_CARDS) -> np.ndarray:
     """`[C, M]` int32: the hands holding each card (ascending), padded with `H`."""
     hc = np.asarray(hand_cards, np.int64)

@@ -48,6 +48,7 @@ from cfrjax.games.poker.cards import (
 from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.evaluator import evaluate
 from cfrjax.games.poker.subgame import KEY_FIELDS, RIVER_CARDS, _street_tree, _Tree
+from cfrjax import xla_options
 from cfrjax.host import device_array
 from cfrjax.passes import slot_runs
 from cfrjax.public import passes as public_passes
@@ -65,7 +66,7 @@ FLOP_TURN_CARDS = 45
 
 #: The ranges' normaliser of a new game in one compiled program (`set_ranges` run eagerly
 #: compiled each of its operations, once per game shape).
-_set_ranges = jax.jit(public_passes.set_ranges)
+_range_weights = xla_options.jit(public_passes.range_weights)   # kept where the store is on (`cfrjax.programs`)
 
 
 def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
@@ -323,7 +324,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                              f"(e.g. {combo_str(missing[0])}); pass hands=None or hands='support'")
     weights = np.stack([w0[hands], w1[hands]])
     hand_cards = COMBOS[hands].astype(np.int32)
-    if not float(weights[0] @ pt.compat_matrix(hand_cards).astype(np.float64) @ weights[1]) > 0:
+    if not pt.compatible_pairs(hand_cards, weights[0] > 0, weights[1] > 0):
         raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
 
     # Trunk (the flop and turn streets) and forest (the river trees below one board).
@@ -499,6 +500,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         max_actions=int(nact.max()), slot_runs=slot_runs(infoset_slot_start),
         reduction=reduction, terminals=terminals,
         labels=labels)
-    game = _set_ranges(game, game.weights[0], game.weights[1])
+    weights, norm = _range_weights(game.hand_cards, game.card_hands, device_array(weights[0], fdt),
+                                   device_array(weights[1], fdt))
+    game = dataclasses.replace(game, weights=weights, norm=norm)
     meta["build_s"] = round(time.perf_counter() - t_start, 3)
     return game

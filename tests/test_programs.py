@@ -1,0 +1,133 @@
+"""Kept programs (`cfrjax.programs`): a solve read back from the store runs without being
+traced and equals the jit bit for bit; the key changes with what changes the program."""
+
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax import driver, programs
+from cfrjax.forms import starting_pot
+from cfrjax.games.poker import PokerSubgameSpec
+from cfrjax.games.poker.public import build_public
+from cfrjax.public import showdown_kernel
+
+
+def _untraceable(*args, **kwargs):
+    raise AssertionError("traced")
+
+
+def _equal(a, b):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def _kept(folder):
+    return sorted((folder / "programs").rglob("*.bin"))
+
+
+def _river():
+    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=3), hands="support")
+
+
+@pytest.mark.parametrize("case", ["kuhn-fixed", "river-target"])
+def test_kept_solve_runs_without_tracing_and_equals_the_jit(case, tmp_path, monkeypatch):
+    if case == "kuhn-fixed":
+        game = cfrjax.load_game("kuhn_poker")
+        kw = dict(iterations=20, eval_every=5)
+    else:   # the public form, target-driven (x64 evaluation inside the kept program)
+        game = _river()
+        kw = dict(eval_every=5, target_exploitability=1e-3 * starting_pot(game), max_iterations=200)
+    state = cfrjax.init(game, rule="dcfr", order="alternating", dtype="float32")
+    want = cfrjax.solve(game, state, **kw)                  # jit, nothing kept
+    programs.enable(tmp_path)
+    first = cfrjax.solve(game, state, **kw)                 # compiled and kept
+    assert len(_kept(tmp_path)) == 1
+    programs.enable(None)                                   # a new process: nothing in memory
+    programs.enable(tmp_path)
+    jax.clear_caches()
+    monkeypatch.setattr(driver, "run_steps", _untraceable)  # tracing would fail
+    again = cfrjax.solve(game, state, **kw)
+    _equal(first, want)
+    _equal(again, want)
+    # another iteration count is another program: it is traced
+    with pytest.raises(AssertionError, match="traced"):
+        cfrjax.solve(game, state, **(dict(kw, iterations=21) if case == "kuhn-fixed" else dict(kw, eval_every=4)))
+    assert len(_kept(tmp_path)) == 1
+
+
+def test_unreadable_kept_file_is_compiled_again(tmp_path):
+    game = cfrjax.load_game("kuhn_poker")
+    state = cfrjax.init(game, dtype="float32")
+    want = cfrjax.solve(game, state, 7)
+    programs.enable(tmp_path)
+    cfrjax.solve(game, state, 7)
+    (path,) = _kept(tmp_path)
+    path.write_bytes(b"not an executable")
+    programs.enable(None)
+    programs.enable(tmp_path)
+    _equal(cfrjax.solve(game, state, 7), want)
+    assert path.stat().st_size > 100          # rewritten
+
+
+def test_key_follows_what_decides_the_program(monkeypatch):
+    fun = driver._solve._fun
+    g = _river()
+    s = cfrjax.init(g, dtype="float32")
+    k = programs.key(fun, {"iterations": 5}, ((g, s), {}))
+    assert programs.key(fun, {"iterations": 5}, ((_river(), cfrjax.init(_river(), dtype="float32")), {})) == k
+    assert programs.key(fun, {"iterations": 6}, ((g, s), {})) != k                              # a static
+    assert programs.key(fun, {"iterations": 5}, ((g, cfrjax.init(g, dtype="float64")), {})) != k   # dtypes
+    assert programs.key(fun, {"iterations": 5}, ((g, cfrjax.init(g, rule="cfr+", dtype="float32")), {})) != k
+    other = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=4), hands="support")
+    assert programs.key(fun, {"iterations": 5}, ((other, s), {})) != k     # another tree or hand list
+    with jax.enable_x64(False):
+        assert programs.key(fun, {"iterations": 5}, ((g, s), {})) != k
+    monkeypatch.setattr(showdown_kernel, "FEW_PROGRAMS", showdown_kernel.FEW_PROGRAMS + 1)   # a module switch
+    assert programs.key(fun, {"iterations": 5}, ((g, s), {})) != k
+    with pytest.raises(programs.Unkept, match="function"):
+        programs.key(fun, {"leaf": lambda: 0}, ((g, s), {}))
+    # two functions of one module and name (lambdas, even on one line) are told apart; a closure is not kept
+    a, b = (lambda x: x), (lambda x: x + 1)
+    assert programs.key(a, {}, ((g,), {})) != programs.key(b, {}, ((g,), {}))
+    with pytest.raises(programs.Unkept, match="closure"):
+        programs.key((lambda y: (lambda x: x + y))(1), {}, ((g,), {}))
+
+
+_PROCESS = """
+import sys, jax, numpy as np, cfrjax
+from cfrjax import programs
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+if sys.argv[2] == "keep":
+    programs.enable(sys.argv[1])
+game = cfrjax.load_game("kuhn_poker")
+state = cfrjax.solve(game, cfrjax.init(game, dtype="float32"), 9)
+print(float(np.asarray(state.regret).sum()).hex())
+"""
+
+
+def test_kept_after_jaxs_cache_runs_in_a_new_process(tmp_path):
+    """A program first kept where JAX's persistent cache already held its executable (a
+    new cfrjax, a warm cache) is compiled afresh and runs when read back by another
+    process: re-serialized from that cache, XLA:CPU's copy lacked its code."""
+    import subprocess
+    import sys
+
+    def run(mode):
+        env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+        out = subprocess.run([sys.executable, "-c", _PROCESS, str(tmp_path), mode], capture_output=True, text=True,
+                             env=env, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.split()[-1]
+
+    want = run("jit")                       # fills JAX's cache only
+    assert not _kept(tmp_path)
+    assert run("keep") == want              # kept, its executable in JAX's cache already
+    kept = _kept(tmp_path)
+    assert len(kept) == 1
+    assert run("keep") == want              # read back in a new process and run
+    assert _kept(tmp_path) == kept
