@@ -51,6 +51,8 @@ __all__ = ["enable", "folder", "Unkept", "key"]
 _FOLDER: str | None = None
 #: Executables read or compiled in this process, by key.
 _LOADED: dict = {}
+#: Keys by the tuple they digest (a repeated call skips the `repr` and the hash).
+_DIGESTS: dict = {}
 
 
 class Unkept(Exception):
@@ -148,17 +150,31 @@ def _source_digest() -> str:
     return h.hexdigest()
 
 
+#: Upper-case attribute names of each loaded cfrjax module (`_switches`), found once.
+_SWITCH_NAMES: dict = {}
+#: `(value, its plain encoding or None)` of each switch, by `(module, attribute)`.
+_SWITCH_VALUES: dict = {}
+
+
 def _switches() -> tuple:
-    """Every upper-case module constant of plain data in the loaded cfrjax modules."""
+    """Every upper-case module constant of plain data in the loaded cfrjax modules (read
+    at each call: a test or a benchmark may set one)."""
     out = []
     for name in sorted(n for n in sys.modules if n == "cfrjax" or n.startswith("cfrjax.")):
         module = sys.modules[name]
-        for attr, value in sorted(vars(module).items()):
-            if attr.isupper() and not attr.startswith("_"):
+        attrs = _SWITCH_NAMES.get(name)
+        if attrs is None:
+            attrs = _SWITCH_NAMES[name] = tuple(sorted(a for a in vars(module) if a.isupper() and not a.startswith("_")))
+        for attr in attrs:
+            value = getattr(module, attr, None)
+            seen = _SWITCH_VALUES.get((name, attr))
+            if seen is None or seen[0] is not value:   # a constant set anew is encoded anew
                 try:
-                    out.append((name, attr, _plain(value)))
+                    seen = _SWITCH_VALUES[(name, attr)] = (value, _plain(value))
                 except Unkept:
-                    pass
+                    seen = _SWITCH_VALUES[(name, attr)] = (value, None)
+            if seen[1] is not None:
+                out.append((name, attr, seen[1]))
     return tuple(out)
 
 
@@ -198,7 +214,12 @@ def key(fun, statics: dict, dynamic) -> str:
         raise Unkept("only plain module-level functions are kept (no closure)")
     ident = (fun.__module__, fun.__qualname__, code.co_firstlineno, _code(code), _plain(statics), _tree(treedef), avals, _environment(),
              _source_digest(), _switches())
-    return hashlib.sha256(repr(ident).encode()).hexdigest()
+    digest = _DIGESTS.get(ident)
+    if digest is None:
+        if len(_DIGESTS) >= 1024:
+            _DIGESTS.clear()
+        digest = _DIGESTS[ident] = hashlib.sha256(repr(ident).encode()).hexdigest()
+    return digest
 
 
 def _path(k: str) -> str:
