@@ -337,8 +337,8 @@ class SolveChunks:
 
     def compile(self) -> float:
         """Compile every executable the run needs (one per chunk size, and the evaluation)
-        ahead of time, where the run will find them (jit's cache, or kept programs,
-        `cfrjax.programs`); returns the seconds it took."""
+        ahead of time (`cfrjax.xla_options.jit`'s `compile`: kept programs, or JAX's
+        persistent cache, serve the run); returns the seconds it took."""
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
         state = drop_idle_locks(self.state)[0]   # as `solve` calls it

@@ -278,7 +278,10 @@ def _compile_fresh(jitted, args, kwargs):
     from that cache serializes without its code on XLA:CPU (jaxlib 0.10.2: running the
     kept copy failed with `Function ... not found`), so a kept program is always compiled."""
     from jax._src import config as jax_config
-    with jax_config.enable_compilation_cache(False):
+    switch = getattr(jax_config, "enable_compilation_cache", None)
+    if switch is None:   # another JAX: no way to compile past its cache, so nothing is kept
+        raise Unkept("this JAX has no switch for its compilation cache")
+    with switch(False):
         return jitted.lower(*args, **kwargs).compile()
 
 
@@ -300,7 +303,10 @@ def executable(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
     if compiled is None:
         compiled = _read(k)
         if compiled is None:
-            compiled = _compile_fresh(jitted, args, kwargs)
+            try:
+                compiled = _compile_fresh(jitted, args, kwargs)
+            except Unkept:
+                return None, dyn
             if not _carries_labels(compiled.out_tree):
                 _write(k, compiled)
         _LOADED[k] = compiled

@@ -71,8 +71,10 @@ class _Jit:
         return self._optioned.lower(*args, **kwargs)
 
     def compile(self, *args, **kwargs) -> None:
-        """Compile the call ahead of time, so that the call itself runs at once: kept (or
-        read back) where the store is on (`cfrjax.programs`), else in jit's own cache."""
+        """Compile the call ahead of time: kept (or read back) where the store is on
+        (`cfrjax.programs`), and the call then runs it; else compiled once more (jit does
+        not reuse an ahead-of-time compile; JAX's persistent cache, where on, then serves
+        the call's compile)."""
         if programs.folder() is None or programs.executable(self._optioned, self._fun, self._static, args,
                                                              kwargs)[0] is None:
             self._optioned.lower(*args, **kwargs).compile()

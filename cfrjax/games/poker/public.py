@@ -65,8 +65,9 @@ _NO_CARD = 52
 FLOP_TURN_CARDS = 45
 
 #: The ranges' normaliser of a new game in one compiled program (`set_ranges` run eagerly
-#: compiled each of its operations, once per game shape).
-_range_weights = xla_options.jit(public_passes.range_weights)   # kept where the store is on (`cfrjax.programs`)
+#: compiled each of its operations, once per game shape); arrays in and out, so jit hands
+#: back no other game's labels; kept where the store is on (`cfrjax.programs`).
+_range_weights = xla_options.jit(public_passes.range_weights)
 
 
 def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
