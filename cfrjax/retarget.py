@@ -85,12 +85,14 @@ def set_root_chance(game: CompiledGame, probs) -> CompiledGame:
     probs = jnp.asarray(probs, dt)
     if probs.shape != (hi - lo,):
         raise ValueError(f"probs has shape {probs.shape}, expected [{hi - lo}] (the root's children)")
-    return _set_root_chance(game, probs)
+    return dataclasses.replace(game, **_root_chance_arrays(game, probs))
 
 
 @jax.jit
-def _set_root_chance(game: CompiledGame, probs) -> CompiledGame:
+def _root_chance_arrays(game: CompiledGame, probs) -> dict:
     # One executable per game structure (eager, the per-level ops cost seconds on the first call).
+    # Arrays out, not the game: jit would hand back the labels of the game it was first
+    # traced with (labels compare by fingerprint, which leaves out the name and source).
     lo, hi = game.level_start[1], game.level_start[2]
     dt = _fdt(game)
     edge_prob = game.edge_prob.at[lo:hi].set(probs)
@@ -102,8 +104,8 @@ def _set_root_chance(game: CompiledGame, probs) -> CompiledGame:
         levels.append(levels[-1][par] * edge_prob[a:b])
     chance_reach = jnp.concatenate(levels)
     template = chance_reach * game.payoff if game.chance_folded else game.template
-    return dataclasses.replace(game, edge_prob=edge_prob, chance_reach=chance_reach,
-                               dec_chance=chance_reach[game.dec_parent], template=template)
+    return dict(edge_prob=edge_prob, chance_reach=chance_reach, dec_chance=chance_reach[game.dec_parent],
+                template=template)
 
 
 def reset(state: SolverState) -> SolverState:

@@ -135,6 +135,10 @@ def test_set_root_chance_renormalizes_nothing_and_matches_ranges(river):
         np.testing.assert_allclose(np.asarray(getattr(a, k)), np.asarray(getattr(b, k)), rtol=1e-14, atol=1e-16)
     with pytest.raises(ValueError, match="expected"):
         cfrjax.set_root_chance(game, p[:-1])
+    # a game of the same fingerprint under another name keeps its own labels (the jitted
+    # update had returned the game, so jit handed back the first game's labels)
+    other = dataclasses.replace(game, labels=dataclasses.replace(game.labels, name="other"))
+    assert cfrjax.set_root_chance(other, p / p.sum()).labels.name == "other"
 
 
 @pytest.mark.fixed_order
