@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.batch import batch_axes, batched_fields_of, init_batch, solve_batch
+from cfrjax.batch import batched_fields_of, init_batch, solve_batch
 from cfrjax.datagen.config import DatagenConfig, spot_spec
 from cfrjax.datagen.sampling import ShardSpots
 from cfrjax.driver import with_float_dtype
@@ -50,9 +50,19 @@ def spot_game(config: DatagenConfig, group: int):
 
 
 @jax.jit
+def _range_arrays(game, w0, w1):
+    """`(weights [B, 2, H], norm [B])` of a leading batch of ranges `w0, w1 [B, H]`
+    (`set_ranges` row by row). Arrays, not the game: a jitted function returning the game
+    hands back the labels of the game it was first traced with."""
+    dt = game.weights.dtype
+    return jax.vmap(pp.range_weights, (None, None, 0, 0))(game.hand_cards, game.card_hands, w0.astype(dt),
+                                                          w1.astype(dt))
+
+
 def _with_ranges(game, w0, w1):
     """`game` with a leading batch of ranges `w0, w1 [B, H]` (`batch_axes`)."""
-    return jax.vmap(pp.set_ranges, (None, 0, 0), batch_axes(game))(game, w0, w1)
+    weights, norm = _range_arrays(game, jnp.asarray(w0), jnp.asarray(w1))
+    return dataclasses.replace(game, weights=weights, norm=norm)
 
 
 @jax.jit
