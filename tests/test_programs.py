@@ -4,7 +4,6 @@ traced and equals the jit bit for bit; the key changes with what changes the pro
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
