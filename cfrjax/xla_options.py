@@ -42,6 +42,19 @@ __all__ = ["XLA_OPTIONS", "jit"]
 XLA_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "", "xla_gpu_enable_while_loop_double_buffering": True}
 
 
+def _inside_trace(args, kwargs) -> bool:
+    """Whether a trace is running (a jit, `vmap` or `grad` of the caller's): JAX's trace
+    state where this JAX exposes it, else whether an argument is a tracer. The arguments
+    alone miss a jit of a function closing over a concrete game and state
+    (`jax.jit(lambda: cfrjax.solve(game, state, 10))`), where the nested optioned jit was
+    refused."""
+    try:
+        from jax._src.core import trace_state_clean
+    except ImportError:
+        return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
+    return not trace_state_clean()
+
+
 class _Jit:
     """`jax.jit(fun, **kwargs)` compiled with `XLA_OPTIONS` when called outside any trace,
     plain inside one (JAX refuses compiler options on a nested jit). `lower` lowers the
@@ -60,8 +73,7 @@ class _Jit:
         self._static = frozenset(names) | {params[i] for i in nums}
 
     def __call__(self, *args, **kwargs):
-        traced = any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
-        if traced:
+        if _inside_trace(args, kwargs):
             return self._plain(*args, **kwargs)
         if programs.folder() is not None:   # kept between processes (`cfrjax.programs`)
             return programs.call(self._optioned, self._fun, self._static, args, kwargs)

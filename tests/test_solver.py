@@ -202,16 +202,18 @@ def test_save_load_round_trip(tmp_path, kuhn):
 def test_xla_options_apply_where_outermost(kuhn):
     """`cfrjax.xla_options.jit`: the solve compiles with `XLA_OPTIONS` (no YNNPACK fusion
     on CPU) when called directly, and plain (JAX refuses nested compiler options) inside
-    a jit of one's own, with the same results (on CPU bit for bit; a GPU's double-buffered
+    a jit of one's own, also one closing over a concrete game and state, with the same results (on CPU bit for bit; a GPU's double-buffered
     loop may fuse, hence round, differently)."""
     from cfrjax import driver, xla_options
     state = cfrjax.init(kuhn)
     direct = cfrjax.solve(kuhn, state, 20)
     nested = jax.jit(lambda g, s: cfrjax.solve(g, s, 20))(kuhn, state)
-    if jax.default_backend() == "cpu":
-        chex.assert_trees_all_equal(direct, nested)
-    else:
-        chex.assert_trees_all_close(direct, nested, rtol=1e-6, atol=1e-9)
+    closed = jax.jit(lambda: cfrjax.solve(kuhn, state, 20))()   # game and state closed over, concrete
+    for other in (nested, closed):
+        if jax.default_backend() == "cpu":
+            chex.assert_trees_all_equal(direct, other)
+        else:
+            chex.assert_trees_all_close(direct, other, rtol=1e-6, atol=1e-9)
     if jax.default_backend() == "cpu":
         from cfrjax.games.poker import PokerSubgameSpec
         from cfrjax.games.poker.public import build_public
