@@ -116,6 +116,13 @@ def _carries_labels(treedef) -> bool:
     return (node is not None and _labelled(node[1])) or any(_carries_labels(c) for c in treedef.children())
 
 
+@functools.cache
+def parameters(fun) -> tuple:
+    """The names of `fun`'s parameters, in order (looked up once per function)."""
+    return tuple(inspect.signature(fun).parameters)
+
+
+@functools.cache
 def _code(code) -> tuple:
     """A code object's identity, stable across processes (nested functions' code included;
     their `repr` holds an address)."""
@@ -289,7 +296,7 @@ def executable(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
     """`(the executable of jitted(*args, **kwargs), its dynamic arguments (args, kwargs))`:
     kept, read back, or compiled (and kept); `None` for a call that is not kept. `fun` is
     the jitted Python function, `static_names` its static parameters' names."""
-    params = list(inspect.signature(fun).parameters)
+    params = parameters(fun)
     static_pos = {i for i, name in enumerate(params[:len(args)]) if name in static_names}
     dyn = (tuple(a for i, a in enumerate(args) if i not in static_pos),
            {n: v for n, v in kwargs.items() if n not in static_names})

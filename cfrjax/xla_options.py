@@ -30,7 +30,6 @@ for the process (`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`).
 from __future__ import annotations
 
 import functools
-import inspect
 
 import jax
 
@@ -42,17 +41,21 @@ __all__ = ["XLA_OPTIONS", "jit"]
 XLA_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "", "xla_gpu_enable_while_loop_double_buffering": True}
 
 
+try:
+    from jax._src.core import trace_state_clean as _trace_state_clean
+except ImportError:   # another JAX: only tracer arguments tell
+    _trace_state_clean = None
+
+
 def _inside_trace(args, kwargs) -> bool:
     """Whether a trace is running (a jit, `vmap` or `grad` of the caller's): JAX's trace
     state where this JAX exposes it, else whether an argument is a tracer. The arguments
     alone miss a jit of a function closing over a concrete game and state
     (`jax.jit(lambda: cfrjax.solve(game, state, 10))`), where the nested optioned jit was
     refused."""
-    try:
-        from jax._src.core import trace_state_clean
-    except ImportError:
+    if _trace_state_clean is None:
         return any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves((args, kwargs)))
-    return not trace_state_clean()
+    return not _trace_state_clean()
 
 
 class _Jit:
@@ -67,7 +70,7 @@ class _Jit:
         self._plain = jax.jit(fun, **kwargs)
         names = kwargs.get("static_argnames", ())
         names = (names,) if isinstance(names, str) else tuple(names)
-        params = list(inspect.signature(fun).parameters)
+        params = programs.parameters(fun)
         nums = kwargs.get("static_argnums", ())
         nums = (nums,) if isinstance(nums, int) else tuple(nums)
         self._static = frozenset(names) | {params[i] for i in nums}
