@@ -14,6 +14,8 @@ import jax
 jax.config.update("jax_enable_x64", True)
 sys.path.insert(0, os.path.dirname(__file__))
 
+import codegen  # noqa: E402
+
 # One compilation cache for this session and the processes it starts, in a fresh folder
 # removed at the end: the suite still compiles every executable at least once, but the
 # same computation compiled again (another module's fixture building the same game, a
@@ -35,29 +37,9 @@ for _name, _value in (("jax_compilation_cache_dir", _COMPILATION_CACHE),
     os.environ[_name.upper()] = str(_value)
 
 
-def _single_threaded_cpu_runtime(flags: str) -> str:
-    """`flags` plus `--xla_cpu_multi_thread_eigen=false` where this jaxlib knows the flag.
-
-    The suite runs thousands of small executables; XLA:CPU's intra-op thread pool hands
-    their work between threads (and spins waiting) for no gain at these sizes, while the
-    other core is busy with another worker. With the flag the same tests took about 17%
-    less CPU time (test_rules, test_solver, test_locking: 86-100 against 108-120 CPU-seconds,
-    two runs each, 2-core machine). It selects how the CPU runtime runs a program's
-    library calls, not what the program computes: the bitwise tests (fixture recorded
-    under the default, jit = no-jit, vmap = loop, resume) pass under it. Benchmarks keep
-    XLA's default. An unknown flag aborts XLA, so it is tried in a subprocess first."""
-    import subprocess
-
-    flag = "--xla_cpu_multi_thread_eigen=false"
-    if flag in flags:
-        return flags
-    probe = subprocess.run([sys.executable, "-c", "import jax; jax.devices('cpu')"], capture_output=True,
-                           env={**os.environ, "XLA_FLAGS": f"{flags} {flag}".strip(), "JAX_PLATFORMS": "cpu"})
-    return f"{flags} {flag}".strip() if probe.returncode == 0 else flags
-
-
 # Set before any backend starts (XLA reads XLA_FLAGS once); the processes tests start inherit it.
-os.environ["XLA_FLAGS"] = _single_threaded_cpu_runtime(os.environ.get("XLA_FLAGS", ""))
+# The suite's code generation flags (tests/codegen.py: compiling is most of its time).
+os.environ["XLA_FLAGS"] = codegen.with_suite_flags(os.environ.get("XLA_FLAGS", ""))
 
 #: This process is a pytest-xdist worker: it runs the modules it is sent, one at a time.
 XDIST_WORKER = "PYTEST_XDIST_WORKER" in os.environ
