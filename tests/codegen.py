@@ -1,7 +1,7 @@
 """How the test suite has XLA:CPU generate code, and how a test asks for XLA's defaults.
 
 The suite spends most of its time compiling (thousands of small executables on a 2-core
-CPU). Two flags make that cheaper without changing what any program computes; conftest.py
+CPU). Three flags make that cheaper without changing what any program computes; conftest.py
 sets them for the test process and the processes it starts, where this jaxlib knows them:
 
 * `--xla_cpu_multi_thread_eigen=false`: the CPU runtime runs a program's library calls on
@@ -27,17 +27,23 @@ import os
 import subprocess
 import sys
 
-#: The flags above, in the order conftest.py tries them.
-SUITE_FLAGS = ("--xla_cpu_multi_thread_eigen=false", "--xla_cpu_use_fusion_emitters=false")
+#: The flags above, each with the compiler option that restores XLA's default for one compile.
+SUITE_FLAGS = {"--xla_cpu_multi_thread_eigen=false": ("xla_cpu_multi_thread_eigen", True),
+               "--xla_cpu_use_fusion_emitters=false": ("xla_cpu_use_fusion_emitters", True),
+               "--xla_cpu_parallel_codegen_split_count=1": ("xla_cpu_parallel_codegen_split_count", 32)}
 
+
+def suite_flags() -> str:
+    """Those of `SUITE_FLAGS` this process runs with (for a test that sets a child's
+    `XLA_FLAGS` afresh)."""
+    mine = os.environ.get("XLA_FLAGS", "").split()
+    return " ".join(f for f in SUITE_FLAGS if f in mine)
 
 
 def xla_default_codegen() -> dict:
     """Compiler options (`jax.jit(..., compiler_options=...)`, applied over `XLA_FLAGS`) that
-    restore XLA's default code generation for one compile; none where the suite's flags
-    did not change it."""
-    on = "--xla_cpu_use_fusion_emitters=false" in os.environ.get("XLA_FLAGS", "").split()
-    return {"xla_cpu_use_fusion_emitters": True} if on else {}
+    restore XLA's defaults for one compile, for each suite flag this process runs with."""
+    return dict(SUITE_FLAGS[f] for f in suite_flags().split())
 
 
 def with_suite_flags(flags: str) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 import background
+import codegen
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 B, T, CHUNK, SEED = 8, 40, 5, 3
@@ -78,7 +79,7 @@ def _free_port() -> int:
 
 def _env(work, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "CFRJAX_"))}
-    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2",
+    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count=2 {codegen.suite_flags()}",
                JAX_COMPILATION_CACHE_DIR=os.path.join(work, "jax-cache"),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", PYTHONUNBUFFERED="1")
     env.update(extra)
@@ -136,7 +137,8 @@ def _runs():
         procs = [_worker(work, out, port, i, env) for i in range(2)]
         ref = _start([sys.executable, "-c", REFERENCE, os.path.join(work, "river_mp.toml"),
                       os.path.join(work, "reference.npz"), str(B), str(T), str(CHUNK), str(SEED)],
-                     {k: v for k, v in env.items() if k not in ("XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR")},
+                     {**{k: v for k, v in env.items() if k != "JAX_COMPILATION_CACHE_DIR"},
+                      "XLA_FLAGS": codegen.suite_flags()},
                      os.path.join(work, "reference.log"))
         res["ok"] = [_wait(p, deadline) for p in procs[:2]]
         res["ok_wall_s"] = time.monotonic() - t0
