@@ -25,6 +25,10 @@ for the process (`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`).
   `bench/results/xla_flags_experiment.jsonl`): 8,192 spots 9.37 -> 8.93 ms/iter, 1,024
   spots 1.239 -> 1.186; the full-range river spot alone 0.0381 -> 0.0367. Other backends
   ignore it; the iterations are the same operations.
+
+A game may add options of its own (`compiler_options`, a tuple of `(name, value)` pairs,
+e.g. `PublicGame.compiler_options`), read from the first argument of the call: each
+distinct set compiles its own executable.
 """
 
 from __future__ import annotations
@@ -66,7 +70,8 @@ class _Jit:
     def __init__(self, fun, **kwargs):
         functools.update_wrapper(self, fun)
         self._fun = fun
-        self._optioned = jax.jit(fun, compiler_options=XLA_OPTIONS, **kwargs)
+        self._kwargs = kwargs
+        self._optioned_by = {}
         self._plain = jax.jit(fun, **kwargs)
         names = kwargs.get("static_argnames", ())
         names = (names,) if isinstance(names, str) else tuple(names)
@@ -75,24 +80,32 @@ class _Jit:
         nums = (nums,) if isinstance(nums, int) else tuple(nums)
         self._static = frozenset(names) | {params[i] for i in nums}
 
+    def _optioned(self, args):
+        """The jit compiling with `XLA_OPTIONS` and the first argument's `compiler_options`."""
+        extra = tuple(getattr(args[0], "compiler_options", ())) if args else ()
+        if extra not in self._optioned_by:
+            self._optioned_by[extra] = jax.jit(self._fun, compiler_options={**XLA_OPTIONS, **dict(extra)},
+                                               **self._kwargs)
+        return self._optioned_by[extra]
+
     def __call__(self, *args, **kwargs):
         if _inside_trace(args, kwargs):
             return self._plain(*args, **kwargs)
         if programs.folder() is not None:   # kept between processes (`cfrjax.programs`)
-            return programs.call(self._optioned, self._fun, self._static, args, kwargs)
-        return self._optioned(*args, **kwargs)
+            return programs.call(self._optioned(args), self._fun, self._static, args, kwargs)
+        return self._optioned(args)(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
-        return self._optioned.lower(*args, **kwargs)
+        return self._optioned(args).lower(*args, **kwargs)
 
     def compile(self, *args, **kwargs) -> None:
         """Compile the call ahead of time: kept (or read back) where the store is on
         (`cfrjax.programs`), and the call then runs it; else compiled once more (jit does
         not reuse an ahead-of-time compile; JAX's persistent cache, where on, then serves
         the call's compile)."""
-        if programs.folder() is None or programs.executable(self._optioned, self._fun, self._static, args,
+        if programs.folder() is None or programs.executable(self._optioned(args), self._fun, self._static, args,
                                                              kwargs)[0] is None:
-            self._optioned.lower(*args, **kwargs).compile()
+            self._optioned(args).lower(*args, **kwargs).compile()
 
 
 def jit(fun=None, **kwargs):

@@ -222,3 +222,23 @@ def test_xla_options_apply_where_outermost(kuhn):
         s = cfrjax.init(game)
         assert "__ynn_fusion" not in driver._solve.lower(game, s, 2, None).compile().as_text()
         assert xla_options.XLA_OPTIONS["xla_cpu_experimental_ynn_fusion_type"] == ""
+
+
+def test_a_game_adds_its_compiler_options():
+    """`PublicGame.compiler_options` reach the compile of its solve (`xla_options.jit`):
+    Triton GEMM fusions off for sorted terminals, XLA's choice where the dense matrices
+    are used; both compile their own executable, with equal results."""
+    from cfrjax import driver
+    from cfrjax.games.poker import PokerSubgameSpec
+    from cfrjax.games.poker.public import build_public
+    spec = PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100, range0="AA,KK", range1="JJ,AK",
+                            bet_fractions=(1.0,))
+    games = {t: build_public(spec, terminals=t) for t in ("sorted", "dense")}
+    assert games["sorted"].compiler_options == (("xla_gpu_enable_triton_gemm", False),)
+    assert games["dense"].compiler_options == ()
+    for t, game in games.items():
+        kvs = dict(driver._solve.lower(game, cfrjax.init(game), 2, None)._lowering._compiler_options_kvs)
+        assert kvs.get("xla_gpu_enable_triton_gemm", "default") == (False if t == "sorted" else "default"), t
+        assert kvs["xla_gpu_enable_while_loop_double_buffering"] is True
+    out = {t: cfrjax.solve(g, cfrjax.init(g), 5) for t, g in games.items()}
+    chex.assert_trees_all_close(out["sorted"].avg, out["dense"].avg, rtol=1e-6, atol=1e-9)
