@@ -103,9 +103,9 @@ class _Jit:
         (`cfrjax.programs`), and the call then runs it; else compiled once more (jit does
         not reuse an ahead-of-time compile; JAX's persistent cache, where on, then serves
         the call's compile)."""
-        if programs.folder() is None or programs.executable(self._optioned(args), self._fun, self._static, args,
-                                                             kwargs)[0] is None:
-            self._optioned(args).lower(*args, **kwargs).compile()
+        jitted = self._optioned(args)
+        if programs.folder() is None or programs.executable(jitted, self._fun, self._static, args, kwargs)[0] is None:
+            jitted.lower(*args, **kwargs).compile()
 
 
 def jit(fun=None, **kwargs):

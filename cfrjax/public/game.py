@@ -45,6 +45,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from cfrjax.public.terminals import dense_used
+
 #: How terminal values are computed (`cfrjax.public.terminals`).
 TERMINAL_MODES = ("auto", "sorted", "dense")
 #: How the passes sum over the tree (as `CompiledGame.reduction`).
@@ -363,15 +365,12 @@ class PublicGame:
     def compiler_options(self) -> tuple:
         """`(name, value)` pairs this game's solves and evaluations add to
         `cfrjax.xla_options.XLA_OPTIONS`: XLA:GPU's Triton GEMM fusions off unless the dense
-        terminal matrices can be used. A spot without them multiplies only by small card
-        matrices, where cuBLAS was faster and XLA autotunes no Triton configurations (H200,
-        DCFR alternating, the full-range turn: 0.385 -> 0.368 ms/iter, cold wall to 0.3% of
-        the pot 8.5 -> 6.3 s); the dense `[H, H]` products keep them (the full-range river
-        0.0396 ms/iter with them, 0.0485 without). Static: it follows from `terminals` and
-        whether the matrices are in the pytree."""
-        if self.terminals != "sorted" and self.dense_showdown is not None:
-            return ()
-        return (("xla_gpu_enable_triton_gemm", False),)
+        terminal matrices are used off the CPU (`dense_used`). A spot
+        without them multiplies only by small card matrices, where cuBLAS was faster and
+        XLA autotunes no Triton configurations (H200, DCFR alternating, the full-range turn: 0.375 -> 0.350 ms/iter,
+        compile 4.4 -> 3.1 s, `bench/results/triton_gemm_h200.jsonl`); the dense `[H, H]`
+        products keep them (the full-range river 0.0396 ms/iter with them, 0.0485 without)."""
+        return () if dense_used(self, cpu=False) else (("xla_gpu_enable_triton_gemm", False),)
 
     def infoset_index(self, key: str) -> tuple[slice, int]:
         """`(slots, hand_index)`: where information set `key` sits in `[S, H]` arrays
