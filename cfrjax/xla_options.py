@@ -26,6 +26,15 @@ for the process (`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`).
   spots 1.239 -> 1.186; the full-range river spot alone 0.0381 -> 0.0367. Other backends
   ignore it; the iterations are the same operations.
 
+Lowered with one source location per operation (`FULL_TRACEBACKS = False`): JAX's
+default (`jax_include_full_tracebacks_in_locations`) attaches each operation's whole
+Python call stack to the HLO, and XLA:GPU turns those stacks into a profiler annotation
+of every kernel whenever it builds an executable, compiled or read back. For the
+full-range turn that work was about 70% of reading the kept 0.93 MB executable back
+(`cfrjax.programs`: 0.56-0.64 s on an H200, a sampling profile of the read). The
+location kept is the innermost frame outside JAX, a line of cfrjax; the code is the
+same, so are the results.
+
 A game may add options of its own (`compiler_options`, a tuple of `(name, value)` pairs,
 e.g. `PublicGame.compiler_options`), read from the first argument of the call: each
 distinct set compiles its own executable.
@@ -33,16 +42,31 @@ distinct set compiles its own executable.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import jax
 
 from cfrjax import programs
 
-__all__ = ["XLA_OPTIONS", "jit"]
+__all__ = ["XLA_OPTIONS", "FULL_TRACEBACKS", "jit"]
 
 #: Compiler options of cfrjax's jitted solves and evaluations (see the module docstring).
 XLA_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "", "xla_gpu_enable_while_loop_double_buffering": True}
+#: Whether programs are lowered with each operation's whole call stack (see the module docstring).
+FULL_TRACEBACKS = False
+
+try:
+    from jax._src.config import include_full_tracebacks_in_locations as _full_tracebacks
+except ImportError:   # another JAX: its default locations
+    _full_tracebacks = None
+
+
+def _locations():
+    """The context cfrjax's outermost jits trace and lower in (`FULL_TRACEBACKS`)."""
+    if _full_tracebacks is None:
+        return contextlib.nullcontext()
+    return _full_tracebacks(FULL_TRACEBACKS)
 
 
 try:
@@ -91,12 +115,14 @@ class _Jit:
     def __call__(self, *args, **kwargs):
         if _inside_trace(args, kwargs):
             return self._plain(*args, **kwargs)
-        if programs.folder() is not None:   # kept between processes (`cfrjax.programs`)
-            return programs.call(self._optioned(args), self._fun, self._static, args, kwargs)
-        return self._optioned(args)(*args, **kwargs)
+        with _locations():
+            if programs.folder() is not None:   # kept between processes (`cfrjax.programs`)
+                return programs.call(self._optioned(args), self._fun, self._static, args, kwargs)
+            return self._optioned(args)(*args, **kwargs)
 
     def lower(self, *args, **kwargs):
-        return self._optioned(args).lower(*args, **kwargs)
+        with _locations():
+            return self._optioned(args).lower(*args, **kwargs)
 
     def compile(self, *args, **kwargs) -> None:
         """Compile the call ahead of time: kept (or read back) where the store is on
@@ -104,8 +130,9 @@ class _Jit:
         not reuse an ahead-of-time compile; JAX's persistent cache, where on, then serves
         the call's compile)."""
         jitted = self._optioned(args)
-        if programs.folder() is None or programs.executable(jitted, self._fun, self._static, args, kwargs)[0] is None:
-            jitted.lower(*args, **kwargs).compile()
+        with _locations():
+            if programs.folder() is None or programs.executable(jitted, self._fun, self._static, args, kwargs)[0] is None:
+                jitted.lower(*args, **kwargs).compile()
 
 
 def jit(fun=None, **kwargs):

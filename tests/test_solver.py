@@ -242,3 +242,23 @@ def test_a_game_adds_its_compiler_options():
         assert kvs["xla_gpu_enable_while_loop_double_buffering"] is True
     out = {t: cfrjax.solve(g, cfrjax.init(g), 5) for t, g in games.items()}
     chex.assert_trees_all_close(out["sorted"].avg, out["dense"].avg, rtol=1e-6, atol=1e-9)
+
+
+def test_solves_are_lowered_with_one_location_per_operation():
+    """`xla_options.FULL_TRACEBACKS = False`: a solve's HLO carries each operation's
+    innermost frame, not its whole call stack (XLA:GPU formats those stacks for every
+    kernel when it builds or reads back an executable). The same function lowered by a
+    plain jit under JAX's default carries the stacks; both executables give the same bits."""
+    from cfrjax import driver, xla_options
+    game = cfrjax.load_game("kuhn_poker")
+    state = cfrjax.init(game, rule="dcfr", order="alternating")
+    assert xla_options.FULL_TRACEBACKS is False
+    jax.clear_caches()   # JAX's lowering cache does not key on the locations setting
+    plain = jax.jit(driver._solve._fun, static_argnames=("iterations", "eval_every"),
+                    compiler_options=xla_options.XLA_OPTIONS).lower(game, state, 4, None)
+    jax.clear_caches()
+    ours = driver._solve.lower(game, state, 4, None)
+    stacks = [low.as_text(debug_info=True).count("callsite(") for low in (ours, plain)]
+    assert stacks[0] * 5 < stacks[1], stacks
+    a, b = (low.compile()(game, state)[0] for low in (ours, plain))
+    chex.assert_trees_all_equal(a, b)
