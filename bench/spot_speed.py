@@ -2,8 +2,8 @@
 
 Issue 21's turn targets: ms/iter, peak device memory, and the wall from the solve call
 (build and compile included) to 0.3% of the pot, cold and with a warm compilation cache.
-Each variant runs in a fresh process, twice over one compilation-cache folder (the first
-run fills it, the second reads it), DCFR alternating float32:
+Each variant runs in fresh processes over one compilation-cache folder (the first run
+fills it, the next `--warm-runs` read it), DCFR alternating float32:
 
 * `dense`: the dense bfloat16 matrices per river board (`terminals="dense"`);
 * `sorted`: sorted terminals in XLA (the showdown kernel switched off);
@@ -77,6 +77,7 @@ def main(argv=None):
     p.add_argument("--spot", default="hunl_turn_full")
     p.add_argument("--variants", default="dense,sorted,kernel")
     p.add_argument("--out", default=OUT)
+    p.add_argument("--warm-runs", type=int, default=1, help="fresh processes on the filled cache (the first is profiled)")
     p.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
@@ -85,7 +86,7 @@ def main(argv=None):
         return 0
     for variant in a.variants.split(","):
         with tempfile.TemporaryDirectory() as cache:
-            for run, profile in (("cold cache", "0"), ("warm cache", "1")):
+            for run, profile in [("cold cache", "0"), ("warm cache", "1")] + [("warm cache", "0")] * (a.warm_runs - 1):
                 out = subprocess.run([sys.executable, __file__, "--worker", a.spot, variant, cache, profile],
                                      capture_output=True, text=True)
                 if out.returncode != 0:

@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from cfrjax import xla_options
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config
 
 
@@ -98,11 +99,13 @@ def compensation_dtype(dtype: str):
     return jnp.dtype(jnp.bfloat16 if jnp.dtype(dtype) == jnp.float32 else dtype)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+@functools.partial(xla_options.jit, static_argnums=(0, 1, 2))
 def _zeros(shape: tuple, dtype, comp_dtype):
     """A fresh state's arrays in one compiled program (each `jnp.zeros` run eagerly compiles
     a program of its own, per shape and dtype): zeros `[*shape]` of `dtype`, of
-    `comp_dtype` and of bool, and the scalars `0` of `dtype` and int32."""
+    `comp_dtype` and of bool, and the scalars `0` of `dtype` and int32. Through
+    `cfrjax.xla_options.jit`, so with the compilation cache on a new process reads it back
+    kept (`cfrjax.programs`) instead of tracing and lowering it again."""
     return (jnp.zeros(shape, dtype), jnp.zeros(shape, comp_dtype), jnp.zeros(shape, bool), jnp.zeros((), dtype),
             jnp.zeros((), jnp.int32))
 

@@ -35,6 +35,9 @@ full-range turn that work was about 70% of reading the kept 0.93 MB executable b
 location kept is the innermost frame outside JAX, a line of cfrjax; the code is the
 same, so are the results.
 
+A function may set options of its own over these (`jit(f, options=...)`): the
+target-driven solve (`cfrjax.driver._solve_to_target`) turns the double buffering off.
+
 A game may add options of its own (`compiler_options`, a tuple of `(name, value)` pairs,
 e.g. `PublicGame.compiler_options`), read from the first argument of the call: each
 distinct set compiles its own executable.
@@ -91,9 +94,10 @@ class _Jit:
     plain inside one (JAX refuses compiler options on a nested jit). `lower` lowers the
     optioned one."""
 
-    def __init__(self, fun, **kwargs):
+    def __init__(self, fun, options=None, **kwargs):
         functools.update_wrapper(self, fun)
         self._fun = fun
+        self._options = dict(options or {})
         self._kwargs = kwargs
         self._optioned_by = {}
         self._plain = jax.jit(fun, **kwargs)
@@ -105,10 +109,11 @@ class _Jit:
         self._static = frozenset(names) | {params[i] for i in nums}
 
     def _optioned(self, args):
-        """The jit compiling with `XLA_OPTIONS` and the first argument's `compiler_options`."""
+        """The jit compiling with `XLA_OPTIONS`, the function's own `options` and the first
+        argument's `compiler_options` (later ones win)."""
         extra = tuple(getattr(args[0], "compiler_options", ())) if args else ()
         if extra not in self._optioned_by:
-            self._optioned_by[extra] = jax.jit(self._fun, compiler_options={**XLA_OPTIONS, **dict(extra)},
+            self._optioned_by[extra] = jax.jit(self._fun, compiler_options={**XLA_OPTIONS, **self._options, **dict(extra)},
                                                **self._kwargs)
         return self._optioned_by[extra]
 
@@ -135,9 +140,10 @@ class _Jit:
                 jitted.lower(*args, **kwargs).compile()
 
 
-def jit(fun=None, **kwargs):
+def jit(fun=None, *, options: dict | None = None, **kwargs):
     """`jax.jit` with `XLA_OPTIONS` where it is the outermost jit (`_Jit`); use as
-    `jit(f, static_argnames=...)` or `@functools.partial(jit, static_argnames=...)`."""
+    `jit(f, static_argnames=...)` or `@functools.partial(jit, static_argnames=...)`.
+    `options`: compiler options of this function's program over `XLA_OPTIONS`."""
     if fun is None:
-        return functools.partial(jit, **kwargs)
-    return _Jit(fun, **kwargs)
+        return functools.partial(jit, options=options, **kwargs)
+    return _Jit(fun, options=options, **kwargs)

@@ -120,6 +120,6 @@ def test_kept_after_jaxs_cache_runs_in_a_new_process(tmp_path):
     assert not _kept(tmp_path)
     assert run("keep") == want              # kept, its executable in JAX's cache already
     kept = _kept(tmp_path)
-    assert len(kept) == 1
+    assert len(kept) == 2                   # the state's zeros (`cfrjax.init`) and the solve
     assert run("keep") == want              # read back in a new process and run
     assert _kept(tmp_path) == kept

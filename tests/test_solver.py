@@ -262,3 +262,19 @@ def test_solves_are_lowered_with_one_location_per_operation():
     assert stacks[0] * 5 < stacks[1], stacks
     a, b = (low.compile()(game, state)[0] for low in (ours, plain))
     chex.assert_trees_all_equal(a, b)
+
+
+def test_the_target_driven_solve_compiles_without_double_buffering():
+    """A function's own options (`xla_options.jit(f, options=...)`) reach its compile over
+    `XLA_OPTIONS`: the target-driven solve turns XLA:GPU's while-loop double buffering
+    off, the fixed solve keeps it."""
+    from cfrjax import driver
+    game = cfrjax.load_game("kuhn_poker")
+    state = cfrjax.init(game, rule="dcfr", order="alternating")
+    with jax.enable_x64(True):
+        target = driver._solve_to_target.lower(game, state, jnp.float64(1e-3), eval_every=2, max_chunks=3)
+    fixed = driver._solve.lower(game, state, 4, None)
+    kvs = [dict(low._lowering._compiler_options_kvs) for low in (target, fixed)]
+    assert kvs[0]["xla_gpu_enable_while_loop_double_buffering"] is False
+    assert kvs[1]["xla_gpu_enable_while_loop_double_buffering"] is True
+    assert kvs[0]["xla_cpu_experimental_ynn_fusion_type"] == kvs[1]["xla_cpu_experimental_ynn_fusion_type"] == ""
