@@ -172,9 +172,10 @@ def _solve_to_target(game, state, target, eval_every, max_chunks):
     and load weigh more than a few percent of its iterations. Unrolling the iteration scan
     by two made it a third larger (the full-range turn on an H200: 11,500 lines of
     optimised HLO against 7,600, 151 fusions against 116), so it compiled and read back
-    more slowly (kept executable 0.89 MB against 0.62, read back in 0.28-0.42 s against
-    0.22-0.26), for no measurable gain over its 70 iterations (the second call 0.039-0.043
-    s both ways; `bench/results/double_buffer_target_h200.jsonl`)."""
+    more slowly: kept executable 0.89 MB against 0.62, read back in 0.28-0.42 s against
+    0.15-0.26, from the build to 0.3% of the pot with a warm cache 0.55-0.81 s against
+    0.41-0.61, for 1-2 ms of its 70 iterations (a second call 0.036-0.038 s against
+    0.038-0.041; `bench/results/double_buffer_target_h200.jsonl`)."""
     dt = jnp.float64
     its = jnp.zeros((max_chunks,), jnp.int32)
     es = jnp.full((max_chunks,), jnp.nan, dt)
