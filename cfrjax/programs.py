@@ -25,7 +25,9 @@ processes):
 Not kept (they run through jit as before): functions with a closure; static metadata that
 is not plain data (a depth-limited game's leaf function); arguments not all on the
 default device (another device, a sharding over several); programs whose output holds
-labels (a game: its labels would come from the kept output tree). Results are bit for
+labels (a game: its labels would come from the kept output tree); a run of several
+processes (`jax.distributed`: a program without arguments, such as a state's zeros, would
+be read back onto another process's device). Results are bit for
 bit those of the jit (the same executable). A kept file that cannot be read is ignored
 and rewritten. A kept program is always compiled afresh (`_compile_fresh`).
 """
@@ -211,6 +213,8 @@ def _on_default_device(leaf) -> bool:
 def key(fun, statics: dict, dynamic) -> str:
     """The store's key of `fun` called with static arguments `statics` (by name) and the
     dynamic arguments `dynamic` (a pytree); raises `Unkept` where the call is not kept."""
+    if jax.process_count() > 1:   # `jax.devices()[0]` may be another process's device
+        raise Unkept("a multi-process run")
     leaves, treedef = jax.tree.flatten(dynamic)
     if not all(_on_default_device(x) for x in leaves):
         raise Unkept("an argument is not on the default device")
