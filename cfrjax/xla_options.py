@@ -31,7 +31,7 @@ default (`jax_include_full_tracebacks_in_locations`) attaches each operation's w
 Python call stack to the HLO, and XLA:GPU turns those stacks into a profiler annotation
 of every kernel whenever it builds an executable, compiled or read back. For the
 full-range turn that work was about 70% of reading the kept 0.93 MB executable back
-(`cfrjax.programs`: 0.56-0.64 s on an H200, a sampling profile of the read). The
+(`cfrjax.programs`: 0.56-0.88 s on an H200, then 0.26-0.42; a sampling profile of the read). The
 location kept is the innermost frame outside JAX, a line of cfrjax; the code is the
 same, so are the results.
 
