@@ -188,6 +188,13 @@ def _switches() -> tuple:
 
 
 @functools.cache
+def _multi_process() -> bool:
+    """Whether this is one of several processes (`jax.distributed`; fixed once the backend
+    is up, so looked up once)."""
+    return jax.process_count() > 1
+
+
+@functools.cache
 def _platform() -> tuple:
     device = jax.devices()[0]
     import jaxlib
@@ -213,7 +220,7 @@ def _on_default_device(leaf) -> bool:
 def key(fun, statics: dict, dynamic) -> str:
     """The store's key of `fun` called with static arguments `statics` (by name) and the
     dynamic arguments `dynamic` (a pytree); raises `Unkept` where the call is not kept."""
-    if jax.process_count() > 1:   # `jax.devices()[0]` may be another process's device
+    if _multi_process():   # `jax.devices()[0]` may be another process's device
         raise Unkept("a multi-process run")
     leaves, treedef = jax.tree.flatten(dynamic)
     if not all(_on_default_device(x) for x in leaves):

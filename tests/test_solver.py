@@ -225,16 +225,20 @@ def test_xla_options_apply_where_outermost(kuhn):
         assert xla_options.XLA_OPTIONS["xla_cpu_experimental_ynn_fusion_type"] == ""
 
 
+def _small_river(terminals: str = "auto"):
+    """A small river spot in the public form (no OpenSpiel: these tests run on a GPU too)."""
+    from cfrjax.games.poker import PokerSubgameSpec
+    from cfrjax.games.poker.public import build_public
+    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100, range0="AA,KK", range1="JJ,AK",
+                                         bet_fractions=(1.0,)), terminals=terminals)
+
+
 def test_a_game_adds_its_compiler_options():
     """`PublicGame.compiler_options` reach the compile of its solve (`xla_options.jit`):
     Triton GEMM fusions off for sorted terminals, XLA's choice where the dense matrices
     are used; both compile their own executable, with equal results."""
     from cfrjax import driver
-    from cfrjax.games.poker import PokerSubgameSpec
-    from cfrjax.games.poker.public import build_public
-    spec = PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100, range0="AA,KK", range1="JJ,AK",
-                            bet_fractions=(1.0,))
-    games = {t: build_public(spec, terminals=t) for t in ("sorted", "dense")}
+    games = {t: _small_river(t) for t in ("sorted", "dense")}
     assert games["sorted"].compiler_options == (("xla_gpu_enable_triton_gemm", False),)
     assert games["dense"].compiler_options == ()
     for t, game in games.items():
@@ -243,14 +247,6 @@ def test_a_game_adds_its_compiler_options():
         assert kvs["xla_gpu_enable_while_loop_double_buffering"] is True
     out = {t: cfrjax.solve(g, cfrjax.init(g), 5) for t, g in games.items()}
     chex.assert_trees_all_close(out["sorted"].avg, out["dense"].avg, rtol=1e-6, atol=1e-9)
-
-
-def _small_river():
-    """A small river spot in the public form (no OpenSpiel: these tests run on a GPU too)."""
-    from cfrjax.games.poker import PokerSubgameSpec
-    from cfrjax.games.poker.public import build_public
-    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100, range0="AA,KK", range1="JJ,AK",
-                                         bet_fractions=(1.0,)))
 
 
 def test_solves_are_lowered_with_one_location_per_operation():
