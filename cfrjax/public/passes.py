@@ -160,28 +160,33 @@ def backward(tree: _Tree, sigma_ext, tv, lanes: tuple, pull: bool, best_response
     return jnp.concatenate(vals[::-1])
 
 
-def _fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool, values=None):
+def _fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool, values=None, compat=None):
     """Fold terminals' values `[F, L, H, *batch]` of `lanes`' players: player 0's `payoff
-    [F]` with the sign of each lane, or in a raked game each player's own `values [F, 2]`."""
+    [F]` with the sign of each lane, or in a raked game each player's own `values [F, 2]`.
+    `compat`: the compatible opponent reach already summed (`terminals.dense_pair`)."""
     nd = reach.ndim
     # (The sign constant is made first, as before rake existed: the unraked program stays the same, bit for bit.)
     sign = None if values is not None else jnp.asarray(np.array([1.0, -1.0])[list(lanes)], reach.dtype)
     row = (values.astype(reach.dtype)[:, lanes[0]:lanes[-1] + 1] if values is not None
            else payoff.astype(reach.dtype)[:, None] * sign[None, :])                 # [F, L]: stake and sign
+    if compat is not None:
+        return compat * lift(row, nd) * inv_z
     return terminals.fold_values(game, _opponent(reach[nodes], lanes, 1), lift(row, nd), inv_z, cpu)
 
 
-def _showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool):
+def _showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool, diff=None):
     """One board's showdown values `[K, L, H, *batch]` of `lanes`' players.
 
     Unraked: `stake * (Wk - St)`. Raked (rake `r` per showdown, paid by the winner, half
     each at a tie): with the opponent's compatible reach `W` weaker, `L` stronger, `T`
     tied and `C = W + L + T`, the value `(sd - r) W - sd L - (r / 2) T` is
-    `(sd - r / 2)(W - L) - (r / 2) C`: one more compatible-reach sum (as at folds)."""
+    `(sd - r / 2)(W - L) - (r / 2) C`: one more compatible-reach sum (as at folds).
+    `diff`: `Wk - St` already summed (`terminals.dense_pair`, unraked)."""
     nd = reach.ndim
     dt = reach.dtype
     opp = _opponent(reach[game.forest_showdown_node], lanes, 1)
-    diff = terminals.showdown_diff(game, board, opp, cpu)
+    if diff is None:
+        diff = terminals.showdown_diff(game, board, opp, cpu)
     stake = game.forest_showdown_stake.astype(dt)
     if not game.raked:
         return diff * lift(stake[:, None], nd) * inv_z
@@ -207,9 +212,15 @@ def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     sig = jnp.concatenate([xs["sig0"], xs["sig1"], ones])                   # [s0 + s1 + 1, H, *b]
     reach = forward(tree, sig, root, nd)
     inv_z = _lead(1.0 / game.norm.astype(dt), 3)
+    sums = None
+    if (terminals.DENSE_PAIR and game.num_boards == 1 and not game.raked and terminals.dense_used(game, cpu)
+            and game.forest_fold_node.shape[0] and game.forest_showdown_node.shape[0]):
+        sums = terminals.dense_pair(game.dense_compat, xs["dense_showdown"],
+                                    _opponent(reach[game.forest_fold_node], lanes, 1),
+                                    _opponent(reach[game.forest_showdown_node], lanes, 1))
     tvf = _fold_values(game, reach, game.forest_fold_node, game.forest_fold_payoff, lanes, inv_z, cpu,
-                       game.forest_fold_values)
-    tvs = _showdown_values(game, xs, reach, lanes, inv_z, cpu)
+                       game.forest_fold_values, None if sums is None else sums[0])
+    tvs = _showdown_values(game, xs, reach, lanes, inv_z, cpu, None if sums is None else sums[1])
     tv = jnp.concatenate([tvf, tvs])
     if game.dealt:
         tv = tv * live

@@ -33,7 +33,8 @@ Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a t
   matrices hold -1, 0 and 1 only, stored exactly in bfloat16 (`dense_apply`: in float32
   the reach is split into three bfloat16 parts that sum to it exactly, so the product is
   one bfloat16 matmul with float32 accumulation, every product exact: half the matrix
-  bytes of float32, on tensor cores).
+  bytes of float32, on tensor cores). A one-board spot's folds and showdowns share one
+  batched matmul of the two matrices stacked (`dense_pair`).
   `PublicGame.terminals` picks (`"auto"`: sorted on CPU, dense elsewhere when the
   matrices were built: `build_public` builds them below a size limit and not for a CPU
   backend).
@@ -439,6 +440,51 @@ def dense_apply(m, x):
     out = jnp.matmul(m.astype(jnp.bfloat16), jnp.concatenate(bfloat16_parts(x), axis=-1),
                      preferred_element_type=jnp.float32)
     return (out[..., :q] + out[..., q:2 * q]) + out[..., 2 * q:]
+
+
+#: One spot's fold and showdown sums in one matmul (`dense_pair`) where both are dense.
+DENSE_PAIR = True
+
+
+def dense_pair(compat_m, showdown_m, r_fold, r_sd):
+    """`(fold_compat, showdown_diff)` of the dense form in one batched matmul: the two
+    matrices `[H, H]` stacked `[2, H, H]` (loop-invariant: XLA builds the stack once,
+    outside the iteration loop) times the fold and showdown reach, hand-major and padded
+    to one width. One spot's full-range river on a GPU runs two skinny matmuls and their
+    operand pads per (half-)iteration otherwise, each a launch of a few microseconds
+    where the iteration is launches.
+
+    Args:
+      compat_m, showdown_m: `dense_compat` and one board's `dense_showdown`, `[H, H]`.
+      r_fold, r_sd: opponent reach `[F, L, H, *batch]` at the folds, `[K, L, H, *batch]`
+        at the showdowns.
+
+    Returns:
+      `(C [F, L, H, *batch], D [K, L, H, *batch])`, each column as `dense_apply` gives it.
+    """
+    xf, xs = (jnp.moveaxis(r, 2, 0) for r in (r_fold, r_sd))                # [H, T, L, *batch]
+    a, b = (x.reshape((x.shape[0], -1)) for x in (xf, xs))                   # [H, Qf], [H, Qs]
+    qf, qs = a.shape[1], b.shape[1]
+    parts = 1 if a.dtype != jnp.float32 else 3
+    if parts == 3:
+        a, b = (jnp.concatenate(bfloat16_parts(x), axis=-1) for x in (a, b))
+        mats = jnp.stack([compat_m, showdown_m]).astype(jnp.bfloat16)
+    else:
+        mats = jnp.stack([compat_m, showdown_m]).astype(a.dtype)
+    width = max(a.shape[1], b.shape[1])
+    x = jnp.stack([jnp.pad(a, ((0, 0), (0, width - a.shape[1]))), jnp.pad(b, ((0, 0), (0, width - b.shape[1])))])
+    if parts == 3:
+        out = jnp.matmul(mats, x, preferred_element_type=jnp.float32)      # [2, H, width]
+    else:
+        out = jnp.matmul(mats, x, precision=jax.lax.Precision.HIGHEST)
+
+    def back(o, q, shape):
+        if parts == 3:
+            o = (o[:, :q] + o[:, q:2 * q]) + o[:, 2 * q:3 * q]
+        else:
+            o = o[:, :q]
+        return jnp.moveaxis(o.reshape(shape), 0, 2)
+    return back(out[0], qf, xf.shape), back(out[1], qs, xs.shape)
 
 
 def bfloat16_parts(x):
