@@ -213,8 +213,7 @@ def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     reach = forward(tree, sig, root, nd)
     inv_z = _lead(1.0 / game.norm.astype(dt), 3)
     sums = None
-    if (terminals.DENSE_PAIR and game.num_boards == 1 and not game.raked and terminals.dense_used(game, cpu)
-            and game.forest_fold_node.shape[0] and game.forest_showdown_node.shape[0]):
+    if terminals.dense_paired(game, cpu):
         sums = terminals.dense_pair(game.dense_compat, xs["dense_showdown"],
                                     _opponent(reach[game.forest_fold_node], lanes, 1),
                                     _opponent(reach[game.forest_showdown_node], lanes, 1))

@@ -446,6 +446,14 @@ def dense_apply(m, x):
 DENSE_PAIR = True
 
 
+def dense_paired(game, cpu: bool) -> bool:
+    """Whether a forest's folds and showdowns run as one matmul (`dense_pair`): the dense
+    form on one board (several would broadcast the shared compat matrix per board), an
+    unraked game (a raked showdown adds a compat product) with both kinds of terminal."""
+    return (DENSE_PAIR and game.num_boards == 1 and not game.raked and dense_used(game, cpu)
+            and game.forest_fold_node.shape[0] > 0 and game.forest_showdown_node.shape[0] > 0)
+
+
 def dense_pair(compat_m, showdown_m, r_fold, r_sd):
     """`(fold_compat, showdown_diff)` of the dense form in one batched matmul: the two
     matrices `[H, H]` stacked `[2, H, H]` (loop-invariant: XLA builds the stack once,
