@@ -70,9 +70,10 @@ _SCRIPT = textwrap.dedent(r'''
             res2 = shard.solve_sharded(games, res, T)
             out[key + ".iteration"] = np.asarray(res2.iteration).tolist()
 
-    # no collectives in the compiled program; index arrays replicated
+    # no collectives in the compiled program (the one just run: the last order's; its
+    # executable read back from the session's compilation cache); index arrays replicated
     mesh = shard.batch_mesh()
-    games, states = shard.place(batched(g0), batch.init_batch(g0, B), mesh)
+    games, states = shard.place(batched(g0), batch.init_batch(g0, B, rule="cfr+", order="alternating"), mesh)
     hlo = shard._solve_sharded.lower(games, states, T, mesh, batch.batched_fields_of(games)).compile().as_text()
     out["collectives"] = [c for c in ("all-reduce", "all-gather", "all-to-all", "collective-permute", "reduce-scatter")
                           if c in hlo]
