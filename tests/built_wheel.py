@@ -7,21 +7,14 @@ exit). Without build isolation when the installed setuptools can build wheels it
 downloaded; otherwise pip's isolated build fetches the build backend. Called from the
 background jobs (`tests/background.py`): it runs processes and returns what they
 produced, asserting nothing.
-
-Under pytest-xdist the two tests are usually sent to different workers: the wheel is then
-built once for the session, by whichever asks first, into a folder of the session's
-compilation-cache folder (`CFRJAX_TESTS_XLA_CACHE`, shared by the workers and removed at
-the end of the session, `conftest.py`), under a file lock; the other reads the result.
 """
 
 from __future__ import annotations
 
 import atexit
-import fcntl
 import glob
 import importlib.metadata
 import importlib.util
-import json
 import os
 import shutil
 import subprocess
@@ -54,40 +47,18 @@ def temp_dir(prefix: str) -> str:
 
 
 def build() -> dict:
-    """`{"wheel": path or None, "returncode", "output", "seconds", "isolated"}` (built once
-    per session: see the module docstring)."""
+    """`{"wheel": path or None, "returncode", "output", "seconds", "isolated"}` (built once)."""
     global _built
     with _lock:
         if _built is None:
-            session = os.environ.get("CFRJAX_TESTS_XLA_CACHE")
-            if session and os.path.isdir(session):
-                folder = os.path.join(session, "built-wheel")
-                os.makedirs(folder, exist_ok=True)
-                with open(os.path.join(folder, "lock"), "w") as lock:
-                    fcntl.flock(lock, fcntl.LOCK_EX)      # released when closed
-                    record = os.path.join(folder, "built.json")
-                    if os.path.exists(record):
-                        with open(record) as f:
-                            _built = json.load(f)
-                    else:
-                        _built = _build(os.path.join(folder, "wheel"))
-                        with open(record + ".tmp", "w") as f:
-                            json.dump(_built, f)
-                        os.replace(record + ".tmp", record)
-            else:
-                _built = _build(temp_dir("cfrjax-wheel-"))
+            out = temp_dir("cfrjax-wheel-")
+            isolated = not _setuptools_builds_wheels()
+            cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out]
+            cmd += [] if isolated else ["--no-build-isolation"]
+            t0 = time.perf_counter()
+            p = subprocess.run(cmd + [ROOT], capture_output=True, text=True, timeout=300, cwd=out,
+                               env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+            wheels = sorted(glob.glob(os.path.join(out, "cfrjax-*.whl")))
+            _built = dict(wheel=wheels[0] if p.returncode == 0 and wheels else None, returncode=p.returncode,
+                          output=p.stdout + p.stderr, seconds=time.perf_counter() - t0, isolated=isolated)
         return _built
-
-
-def _build(out: str) -> dict:
-    """`pip wheel` of the checkout into the folder `out`."""
-    os.makedirs(out, exist_ok=True)
-    isolated = not _setuptools_builds_wheels()
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out]
-    cmd += [] if isolated else ["--no-build-isolation"]
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd + [ROOT], capture_output=True, text=True, timeout=300, cwd=out,
-                       env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
-    wheels = sorted(glob.glob(os.path.join(out, "cfrjax-*.whl")))
-    return dict(wheel=wheels[0] if p.returncode == 0 and wheels else None, returncode=p.returncode,
-                output=p.stdout + p.stderr, seconds=time.perf_counter() - t0, isolated=isolated)
