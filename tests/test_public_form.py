@@ -548,7 +548,7 @@ def test_dense_pair_is_the_two_products_in_one_matmul():
 def test_one_board_dense_spot_runs_one_matmul_per_half_iteration():
     """Load-immune gate of `terminals.dense_pair`: a dense one-board spot's (half-)iteration
     lowers to one matmul for its folds and showdowns together (two before: H200, full-range
-    river, CFR+ 0.0257 -> 0.0214 ms/iter, `bench/results/dense_pair_h200.jsonl`)."""
+    river, CFR+ 0.0279 -> 0.0233 ms/iter, `bench/results/ab_dense_pair_h200.jsonl`)."""
     game = build_public(hunl_river(), terminals="dense")
     for order, dots in (("simultaneous", 1), ("alternating", 2)):
         state = cfrjax.init(game, rule="cfr+", order=order, dtype="float32")
