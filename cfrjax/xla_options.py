@@ -38,9 +38,10 @@ same, so are the results.
 A function may set options of its own over these (`jit(f, options=...)`): the
 target-driven solve (`cfrjax.driver._solve_to_target`) turns the double buffering off.
 
-A game may add options of its own (`compiler_options`, a tuple of `(name, value)` pairs,
-e.g. `PublicGame.compiler_options`), read from the first argument of the call: each
-distinct set compiles its own executable.
+A game may add options of its own (`compiler_options(config)`, a method returning a tuple
+of `(name, value)` pairs, e.g. `PublicGame.compiler_options`), read from the first
+argument of the call and told the second's solver configuration (`SolverState.config`;
+`None` where the call has none): each distinct set compiles its own executable.
 """
 
 from __future__ import annotations
@@ -89,6 +90,16 @@ def _inside_trace(args, kwargs) -> bool:
     return not _trace_state_clean()
 
 
+def _game_options(args) -> tuple:
+    """The call's game options: `args[0].compiler_options(config)` with the solver
+    configuration of `args[1]` (`None` without one); `()` for a first argument without
+    the method."""
+    method = getattr(args[0], "compiler_options", None) if args else None
+    if method is None:
+        return ()
+    return tuple(method(getattr(args[1], "config", None) if len(args) > 1 else None))
+
+
 class _Jit:
     """`jax.jit(fun, **kwargs)` compiled with `XLA_OPTIONS` when called outside any trace,
     plain inside one (JAX refuses compiler options on a nested jit). `lower` lowers the
@@ -111,7 +122,7 @@ class _Jit:
     def _optioned(self, args):
         """The jit compiling with `XLA_OPTIONS`, the function's own `options` and the first
         argument's `compiler_options` (later ones win)."""
-        extra = tuple(getattr(args[0], "compiler_options", ())) if args else ()
+        extra = _game_options(args)
         if extra not in self._optioned_by:
             self._optioned_by[extra] = jax.jit(self._fun, compiler_options={**XLA_OPTIONS, **self._options, **dict(extra)},
                                                **self._kwargs)

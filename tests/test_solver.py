@@ -234,17 +234,23 @@ def _small_river(terminals: str = "auto"):
 
 
 def test_a_game_adds_its_compiler_options():
-    """`PublicGame.compiler_options` reach the compile of its solve (`xla_options.jit`):
-    Triton GEMM fusions off for sorted terminals, XLA's choice where the dense matrices
-    are used; both compile their own executable, with equal results."""
+    """`PublicGame.compiler_options(config)` reach the compile of its solve
+    (`xla_options.jit`, told the state's configuration): Triton GEMM fusions off for
+    sorted terminals, and for the paired dense product (`terminals.dense_paired`) under
+    simultaneous order; XLA's choice for it under alternating order or an unknown one;
+    sorted and dense compile their own executables, with equal results."""
     from cfrjax import driver
     games = {t: _small_river(t) for t in ("sorted", "dense")}
-    assert games["sorted"].compiler_options == (("xla_gpu_enable_triton_gemm", False),)
-    assert games["dense"].compiler_options == ()
-    for t, game in games.items():
-        kvs = dict(driver._solve.lower(game, cfrjax.init(game), 2, None)._lowering._compiler_options_kvs)
-        assert kvs.get("xla_gpu_enable_triton_gemm", "default") == (False if t == "sorted" else "default"), t
+    off = (("xla_gpu_enable_triton_gemm", False),)
+    want = {("sorted", "simultaneous"): False, ("sorted", "alternating"): False,
+            ("dense", "simultaneous"): False, ("dense", "alternating"): "default"}
+    for (t, order), triton in want.items():
+        state = cfrjax.init(games[t], order=order)
+        assert games[t].compiler_options(state.config) == (() if triton == "default" else off), (t, order)
+        kvs = dict(driver._solve.lower(games[t], state, 2, None)._lowering._compiler_options_kvs)
+        assert kvs.get("xla_gpu_enable_triton_gemm", "default") == triton, (t, order)
         assert kvs["xla_gpu_enable_while_loop_double_buffering"] is True
+    assert games["dense"].compiler_options() == () and games["sorted"].compiler_options() == off
     out = {t: cfrjax.solve(g, cfrjax.init(g), 5) for t, g in games.items()}
     chex.assert_trees_all_close(out["sorted"].avg, out["dense"].avg, rtol=1e-6, atol=1e-9)
 

@@ -45,7 +45,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from cfrjax.public.terminals import dense_used
+from cfrjax.public.terminals import dense_paired, dense_used
 
 #: How terminal values are computed (`cfrjax.public.terminals`).
 TERMINAL_MODES = ("auto", "sorted", "dense")
@@ -361,16 +361,32 @@ class PublicGame:
     def name(self) -> str:
         return self.labels.name if self.labels is not None else "public_game"
 
-    @property
-    def compiler_options(self) -> tuple:
+    def compiler_options(self, config=None) -> tuple:
         """`(name, value)` pairs this game's solves and evaluations add to
-        `cfrjax.xla_options.XLA_OPTIONS`: XLA:GPU's Triton GEMM fusions off unless the dense
-        terminal matrices are used off the CPU (`dense_used`). A spot
-        without them multiplies only by small card matrices, where cuBLAS was faster and
-        XLA autotunes no Triton configurations (H200, DCFR alternating, the full-range turn: 0.375 -> 0.350 ms/iter,
-        compile 4.4 -> 3.1 s, `bench/results/triton_gemm_h200.jsonl`); the dense `[H, H]`
-        products keep them (the full-range river 0.0396 ms/iter with them, 0.0485 without)."""
-        return () if dense_used(self, cpu=False) else (("xla_gpu_enable_triton_gemm", False),)
+        `cfrjax.xla_options.XLA_OPTIONS` (`config`: the solve's `SolverConfig`, or `None`):
+        XLA:GPU's Triton GEMM fusions off, except for dense terminal matrices used off the
+        CPU (`dense_used`) as two separate products or in an alternating-order solve.
+
+        * A spot without dense matrices multiplies only by small card matrices, where
+          cuBLAS was faster and XLA autotunes no Triton configurations (H200, DCFR
+          alternating, the full-range turn: 0.375 -> 0.350 ms/iter, compile 4.4 -> 3.1 s,
+          `bench/results/triton_gemm_h200.jsonl`).
+        * A one-board dense spot multiplies its folds and showdowns as one batched matmul
+          (`dense_paired`). Through `cfrjax.solve` on an H200 (the full-range river,
+          `bench/results/dense_pair_cublas_h200.jsonl`) cuBLAS runs it faster under
+          simultaneous order (CFR+ 0.0215 -> 0.0182 ms/iter, compile 2.2 -> 1.3-1.7 s)
+          and slower under alternating order (DCFR 0.0311 -> 0.0367), so Triton stays
+          there and where the order is not known. By order (H100, same code otherwise,
+          `dense_pair_cublas_order_h100.jsonl`): the river's CFR+ 0.0216 -> 0.0181-0.0189
+          ms/iter, compile 2.4-2.5 -> 1.6-1.8 s; Libratus endgame 4's CFR+ 0.0273 ->
+          0.0265; alternating unchanged.
+        * The two separate dense products keep Triton (the full-range river before the
+          pairing: 0.0396 ms/iter with it, 0.0485 without)."""
+        off = (("xla_gpu_enable_triton_gemm", False),)
+        if not dense_used(self, cpu=False):
+            return off
+        simultaneous = config is not None and getattr(config, "order", None) == "simultaneous"
+        return off if dense_paired(self, cpu=False) and simultaneous else ()
 
     def infoset_index(self, key: str) -> tuple[slice, int]:
         """`(slots, hand_index)`: where information set `key` sits in `[S, H]` arrays
