@@ -472,27 +472,10 @@ def dense_pair(compat_m, showdown_m, r_fold, r_sd):
     """
     xf, xs = (jnp.moveaxis(r, 2, 0) for r in (r_fold, r_sd))                # [H, T, L, *batch]
     a, b = (x.reshape((x.shape[0], -1)) for x in (xf, xs))                   # [H, Qf], [H, Qs]
-    qf, qs = a.shape[1], b.shape[1]
-    parts = 1 if a.dtype != jnp.float32 else 3
-    if parts == 3:
-        a, b = (jnp.concatenate(bfloat16_parts(x), axis=-1) for x in (a, b))
-        mats = jnp.stack([compat_m, showdown_m]).astype(jnp.bfloat16)
-    else:
-        mats = jnp.stack([compat_m, showdown_m]).astype(a.dtype)
     width = max(a.shape[1], b.shape[1])
-    x = jnp.stack([jnp.pad(a, ((0, 0), (0, width - a.shape[1]))), jnp.pad(b, ((0, 0), (0, width - b.shape[1])))])
-    if parts == 3:
-        out = jnp.matmul(mats, x, preferred_element_type=jnp.float32)      # [2, H, width]
-    else:
-        out = jnp.matmul(mats, x, precision=jax.lax.Precision.HIGHEST)
-
-    def back(o, q, shape):
-        if parts == 3:
-            o = (o[:, :q] + o[:, q:2 * q]) + o[:, 2 * q:3 * q]
-        else:
-            o = o[:, :q]
-        return jnp.moveaxis(o.reshape(shape), 0, 2)
-    return back(out[0], qf, xf.shape), back(out[1], qs, xs.shape)
+    x = jnp.stack([jnp.pad(y, ((0, 0), (0, width - y.shape[1]))) for y in (a, b)])   # [2, H, width]
+    out = dense_apply(jnp.stack([compat_m, showdown_m]), x)                  # [2, H, width]
+    return tuple(jnp.moveaxis(o[:, :y.shape[1]].reshape(z.shape), 0, 2) for o, y, z in zip(out, (a, b), (xf, xs)))
 
 
 def bfloat16_parts(x):
