@@ -37,7 +37,12 @@ and its form module provides the passes:
   `strategy_rows(game, policy)`: the rows of `cfrjax.strategy_table`;
   `infosets(game)`: `(key, player, action names, index)` per information set, `index`
     selecting its entries in slot arrays (policy files, locking by key);
-  `scratch_elements(game, order) -> dict`: per-iteration buffers for the memory plan.
+  `scratch_elements(game, order) -> dict`: per-iteration buffers for the memory plan;
+  optionally `fused_half(game, config, regret, avg, comp, player, b_t, w_new, average,
+    locked, locked_policy, leaf) -> (regret, avg, avg_comp) | None`: a (half-)update in
+    the form's own kernels where it has them (the public form's one-board spots on an
+    NVIDIA GPU, `cfrjax.public.spot_kernel`), `None` to run `regret_pass` and the
+    generic updates (`cfrjax.iteration`).
 
 Dispatch is on the game's type (`form_of`); a form is registered once, here.
 """

@@ -143,6 +143,15 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     it (the matching kernel reads the stored ones)."""
     cfg = state.config
     form = form_of(game)
+
+    def put(a, new):
+        return new if player is None else tuple(new if i == player else x for i, x in enumerate(a))
+    fused = getattr(form, "fused_half", None)
+    fused = fused and fused(game, cfg, regret, avg, comp, player, b_t, w_new, compensated_mean_update,
+                            state.locked, state.locked_policy, leaf)
+    if fused:   # the form's own kernels (`cfrjax.public.spot_kernel`)
+        new_regret, new_avg, new_comp = fused
+        return put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), pred, leaf, None
     whole = (lambda a: jnp.concatenate(a)) if player is not None else (lambda a: a)   # noqa: E731
     seen = regret
     if player == 1 and cfg.rule in rules.PREDICTIVE:
@@ -175,9 +184,6 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
         slo, shi = passes.slot_range(game, player)
         y = sigma[slo:shi]
     new_avg, new_comp = _average(cfg, own(avg), own(comp), y, b_t, w_new)
-
-    def put(a, new):
-        return new if player is None else tuple(new if i == player else x for i, x in enumerate(a))
     return (put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), put(pred, new_pred),
             (out[0] if out else leaf), kept)
 

@@ -236,19 +236,22 @@ def _small_river(terminals: str = "auto"):
 def test_a_game_adds_its_compiler_options():
     """`PublicGame.compiler_options(config)` reach the compile of its solve
     (`xla_options.jit`, told the state's configuration): Triton GEMM fusions off for
-    sorted terminals, and for the paired dense product (`terminals.dense_paired`) under
-    simultaneous order; XLA's choice for it under alternating order or an unknown one;
-    sorted and dense compile their own executables, with equal results."""
+    sorted terminals, for the paired dense product (`terminals.dense_paired`) under
+    simultaneous order, and for a spot `cfrjax.public.spot_kernel` runs (DCFR, the
+    default rule, in either order); XLA's choice for the paired product under
+    alternating order otherwise (PCFR+ here) or an unknown one; sorted and dense compile
+    their own executables, with equal results."""
     from cfrjax import driver
     games = {t: _small_river(t) for t in ("sorted", "dense")}
     off = (("xla_gpu_enable_triton_gemm", False),)
-    want = {("sorted", "simultaneous"): False, ("sorted", "alternating"): False,
-            ("dense", "simultaneous"): False, ("dense", "alternating"): "default"}
-    for (t, order), triton in want.items():
-        state = cfrjax.init(games[t], order=order)
-        assert games[t].compiler_options(state.config) == (() if triton == "default" else off), (t, order)
+    want = {("sorted", "simultaneous", "dcfr"): False, ("sorted", "alternating", "dcfr"): False,
+            ("dense", "simultaneous", "pcfr+"): False, ("dense", "alternating", "pcfr+"): "default",
+            ("dense", "alternating", "dcfr"): False}
+    for (t, order, rule), triton in want.items():
+        state = cfrjax.init(games[t], order=order, rule=rule, dtype="float32")
+        assert games[t].compiler_options(state.config) == (() if triton == "default" else off), (t, order, rule)
         kvs = dict(driver._solve.lower(games[t], state, 2, None)._lowering._compiler_options_kvs)
-        assert kvs.get("xla_gpu_enable_triton_gemm", "default") == triton, (t, order)
+        assert kvs.get("xla_gpu_enable_triton_gemm", "default") == triton, (t, order, rule)
         assert kvs["xla_gpu_enable_while_loop_double_buffering"] is True
     assert games["dense"].compiler_options() == () and games["sorted"].compiler_options() == off
     out = {t: cfrjax.solve(g, cfrjax.init(g), 5) for t, g in games.items()}

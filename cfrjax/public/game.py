@@ -45,6 +45,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from cfrjax.public import spot_kernel
 from cfrjax.public.terminals import dense_paired, dense_used
 
 #: How terminal values are computed (`cfrjax.public.terminals`).
@@ -233,6 +234,8 @@ class PublicGame:
       max_actions: the most actions of a decision node.
       slot_runs: the decision nodes as runs of equal action counts (`cfrjax.passes.slot_runs`),
         so regret matching slices its slots statically; `()`: gathered by `slot_infoset`.
+      forest_plan: a river spot's forest as static tuples (`cfrjax.public.spot_kernel.Plan`),
+        which its kernels unroll; `None` elsewhere (several boards, a trunk, a leaf function).
       reduction: `"auto"`, `"pull"` or `"scatter"` (as `CompiledGame.reduction`).
       terminals: `"auto"` (dense where built and not on CPU, else sorted), `"sorted"` or
         `"dense"`.
@@ -303,6 +306,7 @@ class PublicGame:
     trunk_level_dealt: tuple = _static(())
     max_actions: int = _static(0)
     slot_runs: tuple = _static(())
+    forest_plan: Any = _static(None)
     reduction: str = _static("auto")
     terminals: str = _static("auto")
     labels: PublicLabels | None = _static(None)
@@ -380,10 +384,13 @@ class PublicGame:
           `dense_pair_cublas_order_h100.jsonl`): the river's CFR+ 0.0216 -> 0.0181-0.0189
           ms/iter, compile 2.4-2.5 -> 1.6-1.8 s; Libratus endgame 4's CFR+ 0.0273 ->
           0.0265; alternating unchanged.
+        * A spot the kernels of `cfrjax.public.spot_kernel` run multiplies by cuBLAS in
+          either order (H200, `bench/results/ab_spot_kernel_h200.jsonl`: the river's DCFR
+          alternating 0.0204 -> 0.0198 ms/iter, Libratus endgame 4's 0.0286 -> 0.0245).
         * The two separate dense products keep Triton (the full-range river before the
           pairing: 0.0396 ms/iter with it, 0.0485 without)."""
         off = (("xla_gpu_enable_triton_gemm", False),)
-        if not dense_used(self, cpu=False):
+        if not dense_used(self, cpu=False) or spot_kernel.suits(self, config):
             return off
         simultaneous = config is not None and getattr(config, "order", None) == "simultaneous"
         return off if dense_paired(self, cpu=False) and simultaneous else ()

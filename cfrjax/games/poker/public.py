@@ -52,7 +52,7 @@ from cfrjax import xla_options
 from cfrjax.host import device_array
 from cfrjax.passes import slot_runs
 from cfrjax.public import passes as public_passes
-from cfrjax.public import showdown_kernel, terminals as pt
+from cfrjax.public import showdown_kernel, spot_kernel, terminals as pt
 from cfrjax.public.game import TERMINAL_MODES, PublicGame, PublicLabels
 from cfrjax.spec import CHANCE, TERMINAL
 
@@ -499,6 +499,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         trunk_level_dealt=tuple(bool(edge_deal[lo:hi].any()) for lo, hi in zip(trunk.levels[:-1], trunk.levels[1:]))
         if groups else (),
         max_actions=int(nact.max()), slot_runs=slot_runs(infoset_slot_start),
+        forest_plan=None if (n1 or B != 1) else spot_kernel.plan(
+            forest.parent, forest.kind, f_lane, f_folds, f_sds, f_snode, f_schild, infoset_slot_start, split),
         reduction=reduction, terminals=terminals,
         labels=labels)
     weights, norm = _range_weights(game.hand_cards, game.card_hands, device_array(weights[0], fdt),

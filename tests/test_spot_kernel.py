@@ -1,0 +1,128 @@
+"""`cfrjax.public.spot_kernel`: a one-board dense spot's (half-)iteration as two Pallas
+kernels around its matmul. Run in Pallas's interpreter on CPU (compiled on an NVIDIA GPU),
+against the XLA passes of the same solve."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax.games.poker.public import build_public
+from cfrjax.public import spot_kernel
+from test_public_form import hunl_river
+
+GPU = jax.default_backend() == "gpu"
+
+
+@pytest.fixture(scope="module")
+def river():
+    """The shipped river spot with one bet size (9 nodes, 8 slots, 1,081 hands), dense
+    terminals, with ranges of its own for each player (not the same weight on every
+    hand)."""
+    g = build_public(dataclasses.replace(hunl_river(), bet_fractions=(1.0,)), terminals="dense")
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.2, 1.0, (2, g.num_hands)) * (rng.uniform(size=(2, g.num_hands)) < 0.8)
+    return cfrjax.public.set_ranges(g, *w)
+
+
+def _solve(game, state, n, enabled: bool):
+    """`n` iterations under a jit of its own (the switch is read while tracing)."""
+    def run(g, s):
+        return jax.lax.fori_loop(0, n, lambda i, s: cfrjax.step(g, s), s)
+    spot_kernel.ENABLED = enabled
+    try:
+        return jax.jit(run)(game, state), str(jax.make_jaxpr(run)(game, state))
+    finally:
+        spot_kernel.ENABLED = True
+
+
+@pytest.mark.parametrize("rule,order,locked", [("cfr+", "simultaneous", False), ("dcfr", "alternating", True)])
+def test_kernels_equal_the_xla_passes(river, rule, order, locked, monkeypatch):
+    """Regrets, average and its compensation after 6 iterations: the kernels' equal the
+    XLA passes' to float32 rounding (summation order, division): a clamped rule under
+    simultaneous order, a discounted one under alternating order with a locked set
+    (`cfrjax.lock`: its locked strategy in both kernels, so its average is that
+    strategy); the rules' hooks are the XLA passes' own (`rules.after_update`,
+    `rules.discount`). The kernels' solve traces the two kernels, the XLA one none."""
+    monkeypatch.setattr(spot_kernel, "INTERPRET", not GPU)
+    state = cfrjax.init(river, rule=rule, order=order, dtype="float32")
+    assert spot_kernel.suits(river, state.config)
+    if locked:
+        key = next(k for k, _, h in river.labels.infoset_keys() if k.startswith("P1|") and h > 3)
+        sl, _ = river.infoset_index(key)
+        fixed = [0.25] + [0.75 / (sl.stop - sl.start - 1)] * (sl.stop - sl.start - 1)
+        state = cfrjax.lock(river, state, {key: fixed})
+    xla, xla_jaxpr = _solve(river, state, 6, enabled=False)
+    got, jaxpr = _solve(river, state, 6, enabled=True)
+    assert "cfrjax_spot_update" in jaxpr and "cfrjax_spot_operand" in jaxpr
+    assert "cfrjax_spot" not in xla_jaxpr
+    assert int(got.iteration) == 6 and float(got.avg_weight) == float(xla.avg_weight)
+    for f in ("regret", "avg"):
+        a, b = np.asarray(getattr(got, f), np.float64), np.asarray(getattr(xla, f), np.float64)
+        assert np.abs(b).max() > 0
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6 * np.abs(b).max(), err_msg=f)
+    comp = np.abs(np.asarray(got.avg_comp, np.float64) - np.asarray(xla.avg_comp, np.float64))
+    assert comp.max() <= 1e-6    # a few units of float32 rounding of the average
+    if locked:
+        policy = np.asarray(cfrjax.average_policy(river, got))
+        _, h = river.infoset_index(key)
+        np.testing.assert_allclose(policy[sl, h], fixed, rtol=1e-6)
+
+
+def test_kernels_per_half_iteration(river, monkeypatch):
+    """Load-immune gate: a (half-)iteration traces the operand kernel, one matmul and the
+    update kernel, nothing else of the passes (H200, full-range river, CFR+: 5.8 -> 4.8
+    kernels and 17.1 -> 9.8 us a simultaneous iteration, `ab_spot_kernel_h200.jsonl`)."""
+    monkeypatch.setattr(spot_kernel, "INTERPRET", not GPU)
+    for order, halves in (("simultaneous", 1), ("alternating", 2)):
+        state = cfrjax.init(river, rule="cfr+", order=order, dtype="float32")
+        text = str(jax.make_jaxpr(cfrjax.step)(river, state))
+        assert text.count("name=cfrjax_spot_operand") == halves, order
+        assert text.count("name=cfrjax_spot_update") == halves, order
+        assert text.count("dot_general") == halves, order
+
+
+def test_other_solves_keep_the_xla_passes(river, monkeypatch):
+    """The kernels run only what they implement: not for predictive rules, float64,
+    sorted terminals, a raked spot, several subgames' ranges (a batch), a leaf function's
+    state, or a large tree under simultaneous order; nor on a CPU outside the tests."""
+    monkeypatch.setattr(spot_kernel, "INTERPRET", True)
+    cfg = lambda **kw: cfrjax.init(river, **{"rule": "dcfr", "dtype": "float32", **kw}).config   # noqa: E731
+    assert spot_kernel.suits(river, cfg())
+    assert not spot_kernel.suits(river, cfg(rule="pcfr+"))
+    assert not spot_kernel.suits(river, cfg(rule="dcfr-postflop"))
+    assert not spot_kernel.suits(dataclasses.replace(river, terminals="sorted"), cfg())
+    assert not spot_kernel.suits(build_public(hunl_river(), terminals="sorted"), cfg())   # no dense matrices
+    assert not spot_kernel.suits(build_public(dataclasses.replace(hunl_river(), rake_rate=0.05, rake_cap=3.0),
+                                              terminals="dense"), cfg())
+    batch = dataclasses.replace(river, weights=jnp.stack([river.weights] * 2, -1), norm=jnp.stack([river.norm] * 2))
+    assert not spot_kernel.suits(batch, cfg())
+    big = dataclasses.replace(river, forest_plan=dataclasses.replace(
+        river.forest_plan, parent=river.forest_plan.parent + (0,) * spot_kernel.SIMULTANEOUS_NODES))
+    assert spot_kernel.suits(big, cfg(order="alternating")) and not spot_kernel.suits(big, cfg(order="simultaneous"))
+    state = cfrjax.init(river, rule="dcfr", dtype="float32")
+    assert not spot_kernel.applies(river, state.config, None, {"leaf": 0}, state.regret)
+    s64 = cfrjax.init(river, rule="dcfr", dtype="float64")      # (the suite runs with x64 enabled)
+    assert "cfrjax_spot" not in str(jax.make_jaxpr(cfrjax.step)(river, s64))
+    monkeypatch.setattr(spot_kernel, "INTERPRET", False)
+    if not GPU:
+        assert "cfrjax_spot" not in str(jax.make_jaxpr(cfrjax.step)(river, state))
+
+
+def test_plan_is_the_forest_arrays(river):
+    """`PublicGame.forest_plan` mirrors the forest's index arrays (a river spot; none on a
+    turn, whose forests hang below a trunk)."""
+    p = river.forest_plan
+    parent = np.asarray(river.forest_parent)
+    assert p.parent[0] == -1 and p.parent[1:] == tuple(parent[1:].tolist())
+    assert p.slot_node == tuple(np.asarray(river.forest_slot_node).tolist())
+    assert p.slot_child == tuple(np.asarray(river.forest_slot_child).tolist())
+    assert p.folds == tuple(np.asarray(river.forest_fold_node).tolist())
+    assert p.showdowns == tuple(np.asarray(river.forest_showdown_node).tolist())
+    assert [c for _, _, c in p.sets] == np.diff(np.asarray(river.infoset_slot_start)).tolist()
+    assert p.split == river.slot_split and hash(p) == hash(dataclasses.replace(p))
+    from test_public_form import small_turn
+    assert build_public(small_turn()).forest_plan is None
