@@ -113,8 +113,8 @@ def test_other_solves_keep_the_xla_passes(river, monkeypatch):
 
 
 def test_plan_is_the_forest_arrays(river):
-    """`PublicGame.forest_plan` mirrors the forest's index arrays (a river spot; none on a
-    turn, whose forests hang below a trunk)."""
+    """`PublicGame.forest_plan` mirrors the forest's index arrays (a river spot: no trunk
+    plan)."""
     p = river.forest_plan
     parent = np.asarray(river.forest_parent)
     assert p.parent[0] == -1 and p.parent[1:] == tuple(parent[1:].tolist())
@@ -124,5 +124,49 @@ def test_plan_is_the_forest_arrays(river):
     assert p.showdowns == tuple(np.asarray(river.forest_showdown_node).tolist())
     assert [c for _, _, c in p.sets] == np.diff(np.asarray(river.infoset_slot_start)).tolist()
     assert p.split == river.slot_split and hash(p) == hash(dataclasses.replace(p))
+    assert river.trunk_plan is None and p.roots == (0,)
+
+
+def test_turn_plans_and_switch():
+    """A turn spot's trunk plan (global slots, its chance leaves above the forest roots)
+    mirrors the trunk's arrays; `turn_kernel` is off unless switched on, and then runs
+    only what it implements."""
+    from cfrjax.public import turn_kernel
     from test_public_form import small_turn
-    assert build_public(small_turn()).forest_plan is None
+    g = build_public(small_turn())
+    tp, fp = g.trunk_plan, g.forest_plan
+    t0, t1 = g.trunk_slots
+    assert tp.slot_ids == tuple(range(t0)) + tuple(range(g.slot_split, g.slot_split + t1))
+    assert tp.slot_node == tuple(np.asarray(g.trunk_slot_node).tolist())
+    assert tp.chance == tuple(np.asarray(g.root_chance).tolist()) and len(fp.roots) == g.num_roots
+    assert fp.slot_ids == tuple(range(sum(g.forest_slots))) and fp.split == g.forest_slots[0]
+    cfg = cfrjax.init(g, rule="dcfr", dtype="float32").config
+    assert not turn_kernel.ENABLED and not turn_kernel.suits(g, cfg) and not spot_kernel.suits(g, cfg)
+    turn_kernel.ENABLED = True
+    try:
+        assert turn_kernel.suits(g, cfg)
+        assert not turn_kernel.suits(g, cfrjax.init(g, rule="pcfr+", dtype="float32").config)
+        assert not turn_kernel.suits(build_public(dataclasses.replace(small_turn(), rake_rate=0.05, rake_cap=3.0)),
+                                     cfg)
+    finally:
+        turn_kernel.ENABLED = False
+
+
+@pytest.mark.skipif(not GPU, reason="compiled on an NVIDIA GPU only: Pallas's interpreter takes minutes on a CPU")
+@pytest.mark.parametrize("rule,order", [("cfr+", "simultaneous"), ("dcfr", "alternating")])
+def test_turn_kernels_equal_the_xla_passes(rule, order, monkeypatch):
+    """`cfrjax.public.turn_kernel`, compiled: one iteration from the same mid-solve state
+    equals the XLA passes' to float32 rounding (trajectories part at the exact ties of the
+    first iterations, so one step is compared), on the full-range turn."""
+    from cfrjax.games.poker import load_poker_config
+    from cfrjax.public import turn_kernel
+    g = build_public(load_poker_config(cfrjax.load.spec_path("hunl_turn_full")))
+    state = cfrjax.solve(g, cfrjax.init(g, rule=rule, order=order, dtype="float32"), 5)
+    monkeypatch.setattr(turn_kernel, "ENABLED", False)
+    xla = jax.jit(lambda g, s: cfrjax.step(g, s))(g, state)
+    monkeypatch.setattr(turn_kernel, "ENABLED", True)
+    assert "cfrjax_turn_forest" in str(jax.make_jaxpr(cfrjax.step)(g, state))
+    got = jax.jit(lambda g, s: cfrjax.step(g, s))(g, state)
+    for f in ("regret", "avg"):
+        a, b = np.asarray(getattr(got, f), np.float64), np.asarray(getattr(xla, f), np.float64)
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * np.abs(b).max(), err_msg=f)

@@ -234,8 +234,10 @@ class PublicGame:
       max_actions: the most actions of a decision node.
       slot_runs: the decision nodes as runs of equal action counts (`cfrjax.passes.slot_runs`),
         so regret matching slices its slots statically; `()`: gathered by `slot_infoset`.
-      forest_plan: a river spot's forest as static tuples (`cfrjax.public.spot_kernel.Plan`),
-        which its kernels unroll; `None` elsewhere (several boards, a trunk, a leaf function).
+      forest_plan, trunk_plan: a river or turn spot's forest (one board's, local slots) and
+        a turn spot's trunk (global slots) as static tuples (`cfrjax.public.spot_kernel.Plan`),
+        which its kernels unroll (`spot_kernel`, `turn_kernel`); `None` elsewhere (a flop, a
+        river spot's trunk, a depth-limited game).
       reduction: `"auto"`, `"pull"` or `"scatter"` (as `CompiledGame.reduction`).
       terminals: `"auto"` (dense where built and not on CPU, else sorted), `"sorted"` or
         `"dense"`.
@@ -307,6 +309,7 @@ class PublicGame:
     max_actions: int = _static(0)
     slot_runs: tuple = _static(())
     forest_plan: Any = _static(None)
+    trunk_plan: Any = _static(None)
     reduction: str = _static("auto")
     terminals: str = _static("auto")
     labels: PublicLabels | None = _static(None)

@@ -54,7 +54,7 @@ import numpy as np
 
 from cfrjax import passes
 from cfrjax.passes import lift
-from cfrjax.public import spot_kernel, terminals
+from cfrjax.public import spot_kernel, terminals, turn_kernel
 from cfrjax.public.game import PublicGame
 
 __all__ = ["backward", "best_response_values", "expected_value", "expected_values", "forward", "hand_values",
@@ -488,14 +488,16 @@ def regret_pass(game: PublicGame, sigma_ext, regret, player, leaf=None):
 def fused_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, average, locked=None,
                locked_policy=None, leaf=None):
     """One (half-)update of `player`'s slots as the form's own kernels
-    (`cfrjax.public.spot_kernel`: a one-board dense spot on an NVIDIA GPU): `(regret, avg,
+    (`cfrjax.public.spot_kernel`: a one-board dense spot; `turn_kernel`: a turn spot; on
+    an NVIDIA GPU): `(regret, avg,
     avg_comp)` new, each whole or `player`'s half as given; `None` where they do not apply
     (the caller runs `regret_pass` and the generic updates)."""
-    if _on_platform(lambda cpu: cpu and not spot_kernel.INTERPRET):
+    if _on_platform(lambda cpu: cpu and not (spot_kernel.INTERPRET or turn_kernel.INTERPRET)):
         return None
-    if not spot_kernel.applies(game, config, locked, leaf, regret):
-        return None
-    return spot_kernel.half(game, config, regret, avg, comp, player, b_t, w_new, average, locked, locked_policy)
+    for kernels in (spot_kernel, turn_kernel):
+        if kernels.applies(game, config, locked, leaf, regret):
+            return kernels.half(game, config, regret, avg, comp, player, b_t, w_new, average, locked, locked_policy)
+    return None
 
 
 def hand_values(game: PublicGame, policy):

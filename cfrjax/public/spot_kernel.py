@@ -69,17 +69,21 @@ FOLD, SHOWDOWN = 0, 1
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """A one-board forest's structure as static tuples (hashable): what the kernels unroll.
+    """A tree's structure as static tuples (hashable): what the kernels unroll. A river
+    spot's forest, or a turn spot's trunk or (any board's) forest
+    (`cfrjax.public.turn_kernel`).
 
     Attributes:
-      parent: `[n]` parent of each node (-1 at the root); nodes in breadth-first order.
+      parent: `[n]` parent of each node (-1 at a root); nodes in breadth-first order.
       owner: `[n]` 0 / 1 decision, 2 chance, 3 terminal.
       lane_slot: `[n]` `(slot of lane 0, slot of lane 1)` on the edge into each node, -1
         unless that lane's player acts at the parent.
       folds, showdowns: `[F]`, `[K]` terminal nodes.
-      slot_node, slot_child: `[S]` node and child of each slot.
+      slot_ids: `[S]` the slots (a forest's local ones `0..S-1`; a trunk's global ones).
+      slot_node, slot_child: `[S]` node and child of each slot of `slot_ids`.
       sets: `[I]` `(player, first slot, actions)` per decision node, in slot order.
-      split: player 0's slots are `[0, split)`.
+      split: player 0's slots are those below `split`.
+      chance: a trunk's chance leaves (the nodes above each forest root), else `()`.
     """
 
     parent: tuple
@@ -87,10 +91,12 @@ class Plan:
     lane_slot: tuple
     folds: tuple
     showdowns: tuple
+    slot_ids: tuple
     slot_node: tuple
     slot_child: tuple
     sets: tuple
     split: int
+    chance: tuple = ()
 
     @property
     def children(self) -> tuple:
@@ -100,27 +106,37 @@ class Plan:
                 kids[p].append(n)
         return tuple(tuple(k) for k in kids)
 
+    @property
+    def node_of(self) -> dict:
+        return dict(zip(self.slot_ids, self.slot_node))
+
+    @property
+    def child_of(self) -> dict:
+        return dict(zip(self.slot_ids, self.slot_child))
+
+    @property
+    def roots(self) -> tuple:
+        return tuple(n for n, p in enumerate(self.parent) if p < 0)
+
     def width(self, lanes: int) -> int:
         """Rows of one part of one stack of the matmul operand: the wider of folds and
         showdowns times the lanes."""
         return max(len(self.folds), len(self.showdowns)) * lanes
 
 
-def plan(parent, owner, lane_slot, fold_node, showdown_node, slot_node, slot_child, infoset_slot_start,
-         slot_split: int) -> Plan:
-    """The `Plan` of one board's forest from its build-time index arrays (NumPy; local
-    slots, sentinel `S`)."""
-    S = len(slot_node)
-    lane = np.where(np.asarray(lane_slot) >= S, -1, np.asarray(lane_slot))
-    starts = np.asarray(infoset_slot_start)
-    owner = np.asarray(owner)
-    sets = tuple((int(owner[slot_node[a]]), int(a), int(b - a)) for a, b in zip(starts[:-1], starts[1:]))
+def plan(parent, owner, lane_slot, fold_node, showdown_node, slot_ids, slot_node, slot_child, sets, split: int,
+         sentinel: int, chance=()) -> Plan:
+    """A `Plan` from a stage's build-time index arrays (NumPy; lane slots `sentinel`
+    where none; a root is its own parent there)."""
+    lane = np.asarray(lane_slot)
+    lane = np.where(lane >= sentinel, -1, lane)
     as_tuple = lambda a: tuple(int(v) for v in np.asarray(a))   # noqa: E731
     parent = np.asarray(parent)
-    parent = np.where(parent == np.arange(len(parent)), -1, parent)     # the root is its own parent there
+    parent = np.where(parent == np.arange(len(parent)), -1, parent)
     return Plan(parent=as_tuple(parent), owner=as_tuple(owner), lane_slot=tuple(tuple(int(v) for v in r) for r in lane),
-                folds=as_tuple(fold_node), showdowns=as_tuple(showdown_node), slot_node=as_tuple(slot_node),
-                slot_child=as_tuple(slot_child), sets=sets, split=int(slot_split))
+                folds=as_tuple(fold_node), showdowns=as_tuple(showdown_node), slot_ids=as_tuple(slot_ids),
+                slot_node=as_tuple(slot_node), slot_child=as_tuple(slot_child),
+                sets=tuple((int(a), int(b), int(c)) for a, b, c in sets), split=int(split), chance=as_tuple(chance))
 
 
 def suits(game, config) -> bool:
@@ -128,7 +144,7 @@ def suits(game, config) -> bool:
     docstring), whatever the platform and the state: also what
     `PublicGame.compiler_options` asks."""
     p = getattr(game, "forest_plan", None)
-    if p is None or not ENABLED or config is None or config.rule not in RULES or config.dtype != "float32":
+    if p is None or getattr(game, "trunk_plan", None) is not None or not ENABLED or config is None or config.rule not in RULES or config.dtype != "float32":
         return False
     if game.raked or game.num_boards != 1 or game.dense_showdown is None or game.terminals == "sorted":
         return False
@@ -328,9 +344,10 @@ def _update_kernel(*refs, p: Plan, lanes: tuple, firsts: tuple, outs: tuple, H: 
                 total = x if total is None else total + x
             vals[n] = total if total is not None else jnp.zeros(cols.shape, jnp.float32)
         out = {}
+        node_of, child_of = p.node_of, p.child_of
         for s in slots:
-            r = r_in[s] + (vals[p.slot_child[s]] - vals[p.slot_node[s]])
-            y = reach[p.slot_node[s]] * sigma[s] if own_reach else sigma[s]
+            r = r_in[s] + (vals[child_of[s]] - vals[node_of[s]])
+            y = reach[node_of[s]] * sigma[s] if own_reach else sigma[s]
             out[s] = (jnp.maximum(r, 0.0) if clamp else r,) + tuple(average(a_in[s], c_in[s], y, b_t, w_t))
         for s, (r, mean, low) in out.items():
             new_regret.store(s, cols, mask, r)

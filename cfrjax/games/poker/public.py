@@ -385,6 +385,16 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                 k += int(a)
         return lane, np.array(snode, np.int64), np.array(schild, np.int64)
 
+    def stage_sets(nodes_of, offsets):
+        """`(player, first slot, actions)` per decision node, as `local_slots` numbers them."""
+        out = []
+        for p in (0, 1):
+            k = offsets[p]
+            for a in nodes_of[p][1]:
+                out.append((p, k, int(a)))
+                k += int(a)
+        return out
+
     f_lane, f_snode, f_schild = local_slots(forest, f_nodes, f_sl[0] + f_sl[1], (0, f_sl[0]))
     f_path = _own_paths(forest, f_lane, f_sl[0] + f_sl[1])
     t_lane, t_snode, t_schild = local_slots(trunk, t_nodes, S, (0, split))
@@ -499,8 +509,12 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         trunk_level_dealt=tuple(bool(edge_deal[lo:hi].any()) for lo, hi in zip(trunk.levels[:-1], trunk.levels[1:]))
         if groups else (),
         max_actions=int(nact.max()), slot_runs=slot_runs(infoset_slot_start),
-        forest_plan=None if (n1 or B != 1) else spot_kernel.plan(
-            forest.parent, forest.kind, f_lane, f_folds, f_sds, f_snode, f_schild, infoset_slot_start, split),
+        forest_plan=None if (groups or B > 1 and not n1) else spot_kernel.plan(
+            forest.parent, forest.kind, f_lane, f_folds, f_sds, np.arange(f_sl[0] + f_sl[1]), f_snode, f_schild,
+            stage_sets(f_nodes, (0, f_sl[0])), f_sl[0], f_sl[0] + f_sl[1]),
+        trunk_plan=None if (groups or not n1) else spot_kernel.plan(
+            trunk.parent, trunk.kind, t_lane, t_folds, (), np.concatenate([np.arange(t_sl[0]), split + np.arange(t_sl[1])]),
+            t_snode, t_schild, stage_sets(t_nodes, (0, split)), split, S, chance=root_chance),
         reduction=reduction, terminals=terminals,
         labels=labels)
     weights, norm = _range_weights(game.hand_cards, game.card_hands, device_array(weights[0], fdt),
