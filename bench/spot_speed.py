@@ -8,7 +8,10 @@ fills it, the next `--warm-runs` read it), DCFR alternating float32:
 * `dense`: the dense bfloat16 matrices per river board (`terminals="dense"`);
 * `sorted`: sorted terminals in XLA (the showdown kernel switched off);
 * `kernel`: sorted terminals, every river board's showdowns in one Pallas kernel launch
-  (`cfrjax.public.showdown_kernel`, NVIDIA GPUs).
+  (`cfrjax.public.showdown_kernel`, NVIDIA GPUs), the rest in XLA;
+* `turn_kernels`: as `kernel`, the rest of the (half-)iteration in the turn's own kernels
+  (`cfrjax.public.turn_kernel`, the default where it applies). The other variants switch
+  them off.
 
 For each: build seconds, wall to the target (`solve(..., eval_every=10,
 target_exploitability=0.3% of the pot)` from the build's start, after imports and the
@@ -44,12 +47,13 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     from cfrjax.forms import starting_pot
     from cfrjax.games.poker import load_poker_config
     from cfrjax.games.poker.public import build_public
-    from cfrjax.public import showdown_kernel
+    from cfrjax.public import showdown_kernel, turn_kernel
     from common import environment, peak_memory_bytes, time_solve
     from kernel_profile import profile_run
 
     enable_compile_cache(cache)
     showdown_kernel.ENABLED = variant != "sorted"
+    turn_kernel.ENABLED = variant == "turn_kernels"
     t_init = time.perf_counter()
     jax.devices()   # the runtime up (as after imports in a user's script): timed apart
     t0 = time.perf_counter()
@@ -61,7 +65,8 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     wall = time.perf_counter() - t0
     rec = dict(game=spot, variant=variant, rule="dcfr", order="alternating", dtype="float32", build_s=build_s,
                import_s=t_init - t_start, backend_init_s=t0 - t_init, wall_to_target_s=wall, target=target, stop_iteration=int(trace.iteration[-1]),
-               exploitability=float(trace.exploitability[-1]), kernel_used=showdown_kernel.ENABLED and variant != "dense")
+               exploitability=float(trace.exploitability[-1]), kernel_used=showdown_kernel.ENABLED and variant != "dense",
+               turn_kernels=turn_kernel.ENABLED)
     if profile:
         rec.update(time_solve(game, state, 100, repeats=5))
         rec["peak_device_bytes"] = peak_memory_bytes()

@@ -27,6 +27,10 @@ compensated, 2.5e-8 (bench/precision.py). The low-order part is stored in bfloat
 the bytes; the update itself runs in float32. A float64 solve updates `avg` alone, as
 before (bit for bit).
 
+A form may run a (half-)update in kernels of its own (`fused_half`, `cfrjax.forms`: the
+public form's river spots on an NVIDIA GPU, `cfrjax.public.spot_kernel`); the same
+update, the rule's hooks applied there to the same quantities.
+
 Rule hooks (`cfrjax.rules`): `discount` on the cumulative regret before the passes (with
 the previous iteration count), `update_discount` on the updating player's regret after
 its strategy is matched (postflop-solver's DCFR; the identity otherwise), `strategy_regret` (what regret matching sees: the regret,
@@ -149,7 +153,7 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     fused = getattr(form, "fused_half", None)
     fused = fused and fused(game, cfg, regret, avg, comp, player, b_t, w_new, compensated_mean_update,
                             state.locked, state.locked_policy, leaf)
-    if fused:   # the form's own kernels (`cfrjax.public.spot_kernel`)
+    if fused:   # the form's own kernels (`cfrjax.forms`: `fused_half`)
         new_regret, new_avg, new_comp = fused
         return put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), pred, leaf, None
     whole = (lambda a: jnp.concatenate(a)) if player is not None else (lambda a: a)   # noqa: E731

@@ -127,10 +127,11 @@ def test_plan_is_the_forest_arrays(river):
     assert river.trunk_plan is None and p.roots == (0,)
 
 
-def test_turn_plans_and_switch():
+def test_turn_plans_and_template(monkeypatch):
     """A turn spot's trunk plan (global slots, its chance leaves above the forest roots)
-    mirrors the trunk's arrays; `turn_kernel` is off unless switched on, and then runs
-    only what it implements."""
+    mirrors the trunk's arrays; its forest's river trees are one template looped at fixed
+    strides (`turn_kernel.template`), a forest of differing trees has none and keeps the
+    XLA passes; the kernels run only what they implement."""
     from cfrjax.public import turn_kernel
     from test_public_form import small_turn
     g = build_public(small_turn())
@@ -140,19 +141,35 @@ def test_turn_plans_and_switch():
     assert tp.slot_node == tuple(np.asarray(g.trunk_slot_node).tolist())
     assert tp.chance == tuple(np.asarray(g.root_chance).tolist()) and len(fp.roots) == g.num_roots
     assert fp.slot_ids == tuple(range(sum(g.forest_slots))) and fp.split == g.forest_slots[0]
+    tpl = turn_kernel.template(fp)
+    assert tpl.R == g.num_roots and len(tpl.parent) * tpl.R == len(fp.parent)
+    assert len(tpl.slots) * tpl.R == sum(g.forest_slots)
+    root_of = list(range(len(fp.parent)))
+    for n, par in enumerate(fp.parent):
+        root_of[n] = n if par < 0 else root_of[par]
+    members = [[n for n in range(len(fp.parent)) if root_of[n] == rt] for rt in fp.roots]
+    for player, base, stride, node, child in tpl.slots:   # tree r's slot: the template's, moved by the stride
+        for r in range(tpl.R):
+            slot = base + r * stride
+            assert (fp.node_of[slot], fp.child_of[slot]) == (members[r][node], members[r][child])
+            assert fp.owner[fp.node_of[slot]] == player
+    kinds = [t for t in tpl.term if t is not None]
+    assert sum(1 for t in kinds if t[0] == spot_kernel.FOLD) * tpl.R == len(fp.folds)
+    assert sorted(t[1] + r * t[2] for t in kinds if t[0] == spot_kernel.SHOWDOWN for r in range(tpl.R)) \
+        == list(range(len(fp.showdowns)))
+    odd = dataclasses.replace(fp, owner=fp.owner[:-1] + (1 - fp.owner[-1] if fp.owner[-1] < 2 else 0,))
+    assert turn_kernel.template(odd) is None
     cfg = cfrjax.init(g, rule="dcfr", dtype="float32").config
-    assert not turn_kernel.ENABLED and not turn_kernel.suits(g, cfg) and not spot_kernel.suits(g, cfg)
-    turn_kernel.ENABLED = True
-    try:
-        assert turn_kernel.suits(g, cfg)
-        assert not turn_kernel.suits(g, cfrjax.init(g, rule="pcfr+", dtype="float32").config)
-        assert not turn_kernel.suits(build_public(dataclasses.replace(small_turn(), rake_rate=0.05, rake_cap=3.0)),
-                                     cfg)
-    finally:
-        turn_kernel.ENABLED = False
+    assert turn_kernel.suits(g, cfg) and not spot_kernel.suits(g, cfg)
+    assert not turn_kernel.suits(dataclasses.replace(g, forest_plan=odd), cfg)
+    assert not turn_kernel.suits(g, cfrjax.init(g, rule="pcfr+", dtype="float32").config)
+    assert not turn_kernel.suits(build_public(dataclasses.replace(small_turn(), rake_rate=0.05, rake_cap=3.0)), cfg)
+    monkeypatch.setattr(turn_kernel, "ENABLED", False)
+    assert not turn_kernel.suits(g, cfg)
 
 
-@pytest.mark.skipif(not GPU, reason="compiled on an NVIDIA GPU only: Pallas's interpreter takes minutes on a CPU")
+@pytest.mark.skipif(not GPU, reason="compiled on an NVIDIA GPU only: in Pallas's interpreter on a CPU one step of "
+                                    "the turn takes 25 s (17 s of it compiling), too long for the suite")
 @pytest.mark.parametrize("rule,order", [("cfr+", "simultaneous"), ("dcfr", "alternating")])
 def test_turn_kernels_equal_the_xla_passes(rule, order, monkeypatch):
     """`cfrjax.public.turn_kernel`, compiled: one iteration from the same mid-solve state

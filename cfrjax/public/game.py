@@ -388,8 +388,9 @@ class PublicGame:
           ms/iter, compile 2.4-2.5 -> 1.6-1.8 s; Libratus endgame 4's CFR+ 0.0273 ->
           0.0265; alternating unchanged.
         * A spot the kernels of `cfrjax.public.spot_kernel` run multiplies by cuBLAS in
-          either order (H200, `bench/results/ab_spot_kernel_h200.jsonl`: the river's DCFR
-          alternating 0.0204 -> 0.0198 ms/iter, Libratus endgame 4's 0.0286 -> 0.0245).
+          either order (H200, an in-process probe of Triton against cuBLAS under the
+          kernels, DCFR alternating: the river 0.0204 -> 0.0198 ms/iter, Libratus endgame
+          4 0.0286 -> 0.0245; XLA's Triton product adds a split-K reduction kernel).
         * The two separate dense products keep Triton (the full-range river before the
           pairing: 0.0396 ms/iter with it, 0.0485 without)."""
         off = (("xla_gpu_enable_triton_gemm", False),)

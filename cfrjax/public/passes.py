@@ -487,11 +487,11 @@ def regret_pass(game: PublicGame, sigma_ext, regret, player, leaf=None):
 
 def fused_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, average, locked=None,
                locked_policy=None, leaf=None):
-    """One (half-)update of `player`'s slots as the form's own kernels
-    (`cfrjax.public.spot_kernel`: a one-board dense spot; `turn_kernel`: a turn spot; on
-    an NVIDIA GPU): `(regret, avg,
-    avg_comp)` new, each whole or `player`'s half as given; `None` where they do not apply
-    (the caller runs `regret_pass` and the generic updates)."""
+    """One (half-)update of `player`'s slots as the form's own kernels on an NVIDIA GPU
+    (`cfrjax.public.spot_kernel`: a one-board dense spot; `turn_kernel`: a turn spot,
+    when switched on): `(regret, avg, avg_comp)` new, each whole or `player`'s half as
+    given; `None` where they do not apply (the caller runs `regret_pass` and the generic
+    updates, `cfrjax.iteration`)."""
     if _on_platform(lambda cpu: cpu and not (spot_kernel.INTERPRET or turn_kernel.INTERPRET)):
         return None
     for kernels in (spot_kernel, turn_kernel):

@@ -12,33 +12,34 @@ updating lane (each kernel a program per block of hands, and per board where it 
    board's forest (hands holding the river card dead), written at the board's folds and
    showdowns (`[B, F2 L, H]`, `[B, K L, H]`) and, board 0's programs, at the trunk's folds;
 2. the terminal sums: the showdowns by `cfrjax.public.showdown_kernel` (every board in
-   one launch), the folds' compatible reach by `terminals.compat_sums_dot`;
+   one launch; its XLA form where it is off), the folds' compatible reach by
+   `terminals.compat_sums_dot`;
 3. `forest` (per board): the lane's strategy and reach, the board's terminal values,
    backward values, regrets and average of its forest slots, and its forest roots' values;
 4. `trunk`: the roots' values summed over the boards into the trunk's chance leaves, the
    trunk folds' values, the trunk's backward values, regrets and average.
 
+The forest's river trees (one per trunk line reaching the river) are isomorphic, their
+slots and terminals interleaved level by level at fixed strides (`template`): the kernels
+loop over them rather than unroll them. Unrolled, Triton compiled the 75-node forest of
+the full-range turn in 7-9 s (XLA's passes: 2.2-2.9 s); looped, in 1.6-1.9 s. A forest
+whose trees differ (the turn with raises, where some lines reach the river all in) runs
+the XLA passes.
+
 Same arithmetic as the XLA passes (`cfrjax.public.passes`), equal to float32 rounding
 (one step from the same state, compiled on an H200: regrets within 1.3e-8 of the XLA
-passes' at a scale of 0.02). Used (`applies`), once switched on (`ENABLED`), for a turn
-spot (not a flop, not raked, sorted terminals with the showdown kernel), float32, on an
+passes' at a scale of 0.02). Used (`applies`) for a turn spot (not a flop, not raked,
+sorted terminals, isomorphic river trees), float32, on an
 NVIDIA GPU (or Pallas's interpreter, `INTERPRET`), for `spot_kernel.RULES`, locked
-strategies or not, no batch axes.
-
-**Off by default** (`ENABLED = False`): the full-range turn, H200, through
-`cfrjax.solve`, off/on in one process (`bench/ab_switch.py`,
-`bench/results/turn_kernel_switch_h200.jsonl`): CFR+ simultaneous 0.280 -> 0.180 ms/iter
-(kernels per iteration 42 -> 20), DCFR alternating 0.330 -> 0.210 (45 -> 31), but Triton
-compiles the unrolled 75-node forests slowly: 2.6 -> 8.6 s and 2.9 -> 7.3 s to compile.
-A solve to 0.3% of the pot is about 80 iterations, so a first solve is slower from the
-call (compile) and only long or repeated solves of one tree (the compiled program kept,
-`cfrjax.programs`) gain. Switch it on for those: `cfrjax.public.turn_kernel.ENABLED =
-True` before the first solve. Pallas's interpreter runs one step of it in minutes on a
-CPU, so its test runs compiled, on a GPU only (`tests/test_spot_kernel.py`).
+strategies or not, no batch axes. The full-range turn, H200, through `cfrjax.solve`,
+off/on in one process (`bench/ab_switch.py`, `bench/results/turn_kernel_switch_h200.jsonl`):
+CFR+ simultaneous 0.278 -> 0.179 ms/iter (kernels per iteration 42 -> 20, compile 2.2 ->
+1.6 s), DCFR alternating 0.328 -> 0.198 (45 -> 31, compile 2.5 -> 1.9 s).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -47,10 +48,10 @@ import jax.numpy as jnp
 from cfrjax import rules
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.public import showdown_kernel, spot_kernel
-from cfrjax.public.spot_kernel import _lock_rows, _matched, _own_slots, _reach, _row
+from cfrjax.public.spot_kernel import FOLD, SHOWDOWN, _lock_rows, _matched, _own_slots, _reach, _row
 
-#: Use the kernels on NVIDIA GPUs (module docstring: off by default).
-ENABLED = False
+#: Use the kernels on NVIDIA GPUs (set False to run the XLA passes there).
+ENABLED = True
 #: Run the kernels in Pallas's interpreter (tests on CPU); on a GPU they compile (Triton).
 INTERPRET = False
 #: Hands per program and warps per program.
@@ -65,7 +66,9 @@ def suits(game, config) -> bool:
         return False
     if game.weights.ndim != 2 or game.dense_showdown is not None or game.terminals == "dense":
         return False
-    return bool(game.forest_plan.folds) and bool(game.forest_plan.showdowns) and showdown_kernel.ENABLED
+    if not game.forest_plan.folds or not game.forest_plan.showdowns:
+        return False
+    return template(game.forest_plan) is not None
 
 
 def applies(game, config, locked, leaf, regret) -> bool:
@@ -118,54 +121,247 @@ def _trunk_reach(game, slots: _Slots, player: int, cols, mask, w_ref, lock_ref):
     return sigma, _reach(tp, sigma, player, _row(w_ref, cols, mask, player))
 
 
-def _forest_strategy(game, slots: _Slots, player: int, b, cols, mask, lock_ref):
-    """`player`'s strategy on board `b`'s forest, `{local slot: row}`, and its regret rows."""
-    fp = game.forest_plan
-    mine = _own_slots(fp, player)
-    regret = {s: slots.load(_forest_row(game, player, s, b), player, cols, mask) for s in mine}
-    lock = None
-    if lock_ref is not None:
-        lock = {s: _row(lock_ref, cols, mask, _forest_row(game, player, s, b)) for s in mine}
-    return _matched(fp, regret, player, lock), regret
-
-
 def _forest_roots(game, trunk_reach, live):
     """The forest roots' reach: the trunk's at each chance leaf, dead hands zero."""
     return [trunk_reach[n] * live for n in game.trunk_plan.chance]
 
 
-def _operand_kernel(*refs, game, lane: int, li: int, L: int, nr: int, locked: bool):
+@dataclasses.dataclass
+class _Template:
+    """A forest of `R` isomorphic trees (one per root) in breadth-first order: tree 0's
+    structure, and for every slot and terminal its index in tree `r` as `base + r stride`
+    (levels interleave the trees, so each position has its own stride). The kernels loop
+    over the trees instead of unrolling them: a fifth of the code for the full-range turn's
+    five river trees, which is what Triton's compile time follows."""
+
+    parent: list       # [n] position of the parent (-1 at the root)
+    lane: list         # [n] per lane (base, stride) of the slot on the edge in, or None
+    term: list         # [n] (FOLD or SHOWDOWN, base, stride), or None
+    sets: list         # [(player, base, stride, actions)]
+    slots: list        # [(player, base, stride, node position, child position)]
+    R: int
+
+
+@functools.lru_cache(maxsize=None)
+def template(fp: spot_kernel.Plan):
+    """The `_Template` of a forest plan, or `None` if its trees are not isomorphic with
+    affine indices."""
+    roots = fp.roots
+    R = len(roots)
+    tree = list(range(len(fp.parent)))
+    for n, par in enumerate(fp.parent):
+        tree[n] = n if par < 0 else tree[par]
+    members = [[n for n in range(len(fp.parent)) if tree[n] == rt] for rt in roots]
+    if len({len(m) for m in members}) != 1:
+        return None
+    pos = {n: i for m in members for i, n in enumerate(m)}
+    fold_i = {n: i for i, n in enumerate(fp.folds)}
+    sd_i = {n: i for i, n in enumerate(fp.showdowns)}
+
+    def affine(values):
+        if any(v is None for v in values):
+            return None if all(v is None for v in values) else False
+        stride = values[1] - values[0] if R > 1 else 0
+        return (values[0], stride) if all(v == values[0] + r * stride for r, v in enumerate(values)) else False
+    parent, lane, term = [], [], []
+    for i in range(len(members[0])):
+        nodes = [m[i] for m in members]
+        pp = {(-1 if fp.parent[n] < 0 else pos[fp.parent[n]]) for n in nodes}
+        if len(pp) != 1 or len({fp.owner[n] for n in nodes}) != 1:
+            return None
+        parent.append(pp.pop())
+        row = []
+        for ln in (0, 1):
+            a = affine([fp.lane_slot[n][ln] if fp.lane_slot[n][ln] >= 0 else None for n in nodes])
+            if a is False:
+                return None
+            row.append(a)
+        lane.append(tuple(row))
+        kinds = []
+        for kind, index in ((FOLD, fold_i), (SHOWDOWN, sd_i)):
+            a = affine([index.get(n) for n in nodes])
+            if a is False:
+                return None
+            if a is not None:
+                kinds.append((kind,) + a)
+        if len(kinds) > 1:
+            return None
+        term.append(kinds[0] if kinds else None)
+    node_of, child_of = fp.node_of, fp.child_of
+    sets, slots = [], []
+    for player, first, count in fp.sets:
+        if tree[node_of[first]] != roots[0]:
+            continue
+        firsts = []
+        for r in range(R):
+            match = [(f, c) for pl, f, c in fp.sets if pl == player and tree[node_of[f]] == roots[r]
+                     and pos[node_of[f]] == pos[node_of[first]]]
+            if len(match) != 1 or match[0][1] != count:
+                return None
+            firsts.append(match[0][0])
+        a = affine(firsts)
+        if not a:
+            return None
+        sets.append((player, a[0], a[1], count))
+        for k in range(count):
+            slots.append((player, a[0] + k, a[1], pos[node_of[first + k]], pos[child_of[first + k]]))
+    return _Template(parent=parent, lane=lane, term=term, sets=sets, slots=slots, R=R)
+
+
+def _tree_strategy(game, tpl: _Template, slots: _Slots, player: int, b, r, cols, mask, lock_ref):
+    """`player`'s strategy on tree `r` of board `b` (`{tree-0 slot: row}`) and its regret rows."""
+    regret, lock = {}, ({} if lock_ref is not None else None)
+    for pl_, base, stride, _, _ in tpl.slots:
+        if pl_ != player:
+            continue
+        g = _forest_row(game, player, base + r * stride, b)
+        regret[base] = slots.load(g, player, cols, mask)
+        if lock is not None:
+            lock[base] = _row(lock_ref, cols, mask, g)
+    sigma = {}
+    for pl_, base, stride, count in tpl.sets:
+        if pl_ != player:
+            continue
+        pos = [jnp.maximum(regret[base + a], 0.0) for a in range(count)]
+        total = pos[0]
+        for x in pos[1:]:
+            total = total + x
+        some = total > 0
+        safe = jnp.where(some, total, 1.0)
+        for a in range(count):
+            v = jnp.where(some, pos[a] / safe, 1.0 / count)
+            sigma[base + a] = v if lock is None else jnp.where(lock[base + a] >= 0, lock[base + a], v)
+    return sigma, regret
+
+
+def _tree_reach(tpl: _Template, sigma: dict, player: int, root) -> list:
+    reach = [None] * len(tpl.parent)
+    for i, par in enumerate(tpl.parent):
+        if par < 0:
+            reach[i] = root
+            continue
+        ls = tpl.lane[i][player]
+        reach[i] = reach[par] * sigma[ls[0]] if ls is not None else reach[par]
+    return reach
+
+
+def _pick(rows, r):
+    """`rows[r]` for a traced `r` (a sum of selects: `rows` is a short list of registers)."""
+    out = jnp.where(r == 0, rows[0], 0.0)
+    for k in range(1, len(rows)):
+        out = out + jnp.where(r == k, rows[k], 0.0)
+    return out
+
+
+def _operand_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: int, locked: bool):
+    """Program `(hand block, board b)`: the opponent's reach down the trunk and each of
+    board b's trees (a loop), stored at their folds and showdowns; board 0's programs
+    also store the trunk folds'."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
     it = iter(refs)
     slots = _Slots([next(it) for _ in range(nr)], (0, game.slot_split)[:nr])
     w_ref, live_ref = next(it), next(it)
     lock_ref = next(it) if locked else None
-    if li:   # the first lane's outputs, written in place (`input_output_aliases`)
+    if li:
         next(it), next(it), next(it)
     fold_ref, sd_ref, tfold_ref = next(it), next(it), next(it)
-    fp, tp = game.forest_plan, game.trunk_plan
+    tp = game.trunk_plan
     b = pl.program_id(1)
     cols = pl.program_id(0) * BLOCK + jnp.arange(BLOCK)
     mask = cols < game.num_hands
     q = 1 - lane
     _, treach = _trunk_reach(game, slots, q, cols, mask, w_ref, lock_ref)
     live = _row(live_ref, cols, mask, b)
-    sigma, _ = _forest_strategy(game, slots, q, b, cols, mask, lock_ref)
     roots = _forest_roots(game, treach, live)
-    reach = [None] * len(fp.parent)
-    for r, n in enumerate(fp.roots):
-        reach[n] = roots[r]
-    for n, parent in enumerate(fp.parent):
-        if parent >= 0:
-            s = fp.lane_slot[n][q]
-            reach[n] = reach[parent] * sigma[s] if s >= 0 else reach[parent]
     bb = jnp.zeros(cols.shape, jnp.int32) + b
-    for ref, nodes in ((fold_ref, fp.folds), (sd_ref, fp.showdowns)):
-        for t, node in enumerate(nodes):
-            plt.store(ref.at[bb, jnp.full(cols.shape, t * L + li, jnp.int32), cols], reach[node], mask=mask)
+
+    def tree(r, carry):
+        sigma, _ = _tree_strategy(game, tpl, slots, q, b, r, cols, mask, lock_ref)
+        reach = _tree_reach(tpl, sigma, q, _pick(roots, r))
+        for i, t in enumerate(tpl.term):
+            if t is not None:
+                ref = fold_ref if t[0] == FOLD else sd_ref
+                row = jnp.zeros(cols.shape, jnp.int32) + ((t[1] + r * t[2]) * L + li)
+                plt.store(ref.at[bb, row, cols], reach[i], mask=mask)
+        return carry
+    jax.lax.fori_loop(0, tpl.R, tree, 0)
     for t, node in enumerate(tp.folds):
         plt.store(tfold_ref.at[jnp.full(cols.shape, t * L + li, jnp.int32), cols], treach[node], mask=mask & (b == 0))
+
+
+def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: int, no: int, outs: tuple,
+                   locked: bool, clamp: bool, own_reach: bool, average):
+    """Program `(hand block, board b)`: per tree of board b (a loop), the lane's strategy
+    and reach, terminal values, backward values, regret and average updates (all loaded
+    before any is stored), and the tree root's value."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import triton as plt
+    it = iter(refs)
+    take = lambda k: [next(it) for _ in range(k)]   # noqa: E731
+    regret, avg, comp = (_Slots(take(nr), (0, game.slot_split)[:nr]) for _ in range(3))
+    w_ref, live_ref, c_ref, d_ref, fold_ref, sd_ref, scal_ref = take(7)
+    lock_ref = next(it) if locked else None
+    if li:
+        take(no * 3 + 1)
+    out = [_Slots(take(no), outs) for _ in range(3)]
+    roots_ref = next(it)
+    b = pl.program_id(1)
+    cols = pl.program_id(0) * BLOCK + jnp.arange(BLOCK)
+    mask = cols < game.num_hands
+    bb = jnp.zeros(cols.shape, jnp.int32) + b
+    _, treach = _trunk_reach(game, regret, lane, cols, mask, w_ref, lock_ref)
+    live = _row(live_ref, cols, mask, b)
+    roots = _forest_roots(game, treach, live)
+    b_t, w_t, inv_z = scal_ref[0], scal_ref[1], scal_ref[2]
+    sign = 1.0 if lane == 0 else -1.0
+    kids = [[] for _ in tpl.parent]
+    for i, par in enumerate(tpl.parent):
+        if par >= 0:
+            kids[par].append(i)
+
+    def tree(r, carry):
+        sigma, r_in = _tree_strategy(game, tpl, regret, lane, b, r, cols, mask, lock_ref)
+        mine = [s for s in tpl.slots if s[0] == lane]
+        rows = {base: _forest_row(game, lane, base + r * stride, b) for _, base, stride, _, _ in mine}
+        a_in = {base: avg.load(g, lane, cols, mask) for base, g in rows.items()}
+        c_in = {base: comp.load(g, lane, cols, mask) for base, g in rows.items()}
+        term = {}
+        for i, t in enumerate(tpl.term):
+            if t is None:
+                continue
+            k = t[1] + r * t[2]
+            row = jnp.zeros(cols.shape, jnp.int32) + (k * L + li)
+            if t[0] == FOLD:
+                x = plt.load(c_ref.at[bb, row, cols], mask=mask, other=0.0)
+                term[i] = x * (fold_ref[k] * sign) * inv_z * live
+            else:
+                x = plt.load(d_ref.at[bb, row, cols], mask=mask, other=0.0)
+                term[i] = x * sd_ref[k] * inv_z * live
+        reach = _tree_reach(tpl, sigma, lane, _pick(roots, r))
+        vals = [None] * len(tpl.parent)
+        for i in range(len(tpl.parent) - 1, -1, -1):
+            if i in term:
+                vals[i] = term[i]
+                continue
+            total = None
+            for c in kids[i]:
+                ls = tpl.lane[c][lane]
+                x = vals[c] * sigma[ls[0]] if ls is not None else vals[c]
+                total = x if total is None else total + x
+            vals[i] = total if total is not None else jnp.zeros(cols.shape, jnp.float32)
+        new = {}
+        for _, base, _, node, child in mine:
+            rr = r_in[base] + (vals[child] - vals[node])
+            y = reach[node] * sigma[base] if own_reach else sigma[base]
+            mean, low = average(a_in[base], c_in[base], y, b_t, w_t)
+            new[base] = (jnp.maximum(rr, 0.0) if clamp else rr, mean, low)
+        for base, vs in new.items():
+            for arr, v in zip(out, vs):
+                arr.store(rows[base], lane, cols, mask, v)
+        plt.store(roots_ref.at[bb, jnp.zeros(cols.shape, jnp.int32) + (r * L + li), cols], vals[0], mask=mask)
+        return carry
+    jax.lax.fori_loop(0, tpl.R, tree, 0)
 
 
 def _update_rows(slots_in, avg, comp, out, rows, sigma, reach, vals, node_of, child_of, player, cols, mask,
@@ -200,53 +396,6 @@ def _backward(plan, term: dict, sigma: dict, lane: int, shape):
             total = x if total is None else total + x
         vals[n] = total if total is not None else jnp.zeros(shape, jnp.float32)
     return vals
-
-
-def _forest_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, outs: tuple, locked: bool,
-                   clamp: bool, own_reach: bool, average):
-    from jax.experimental import pallas as pl
-    from jax.experimental.pallas import triton as plt
-    it = iter(refs)
-    take = lambda k: [next(it) for _ in range(k)]   # noqa: E731
-    regret, avg, comp = (_Slots(take(nr), (0, game.slot_split)[:nr]) for _ in range(3))
-    w_ref, live_ref, c_ref, d_ref, fold_ref, sd_ref, scal_ref = take(7)
-    lock_ref = next(it) if locked else None
-    if li:
-        take(no * 3 + 1)
-    out = [_Slots(take(no), outs) for _ in range(3)]
-    roots_ref = next(it)
-    fp = game.forest_plan
-    b = pl.program_id(1)
-    cols = pl.program_id(0) * BLOCK + jnp.arange(BLOCK)
-    mask = cols < game.num_hands
-    bb = jnp.zeros(cols.shape, jnp.int32) + b
-    _, treach = _trunk_reach(game, regret, lane, cols, mask, w_ref, lock_ref)
-    live = _row(live_ref, cols, mask, b)
-    sigma, r_in = _forest_strategy(game, regret, lane, b, cols, mask, lock_ref)
-    load = lambda ref, row: plt.load(ref.at[bb, jnp.full(cols.shape, row, jnp.int32), cols], mask=mask, other=0.0)   # noqa: E731,E501
-    c_rows = [load(c_ref, t * L + li) for t in range(len(fp.folds))]
-    d_rows = [load(d_ref, t * L + li) for t in range(len(fp.showdowns))]
-    b_t, w_t, inv_z = scal_ref[0], scal_ref[1], scal_ref[2]
-    sign = 1.0 if lane == 0 else -1.0
-    roots = _forest_roots(game, treach, live)
-    reach = [None] * len(fp.parent)
-    for r, n in enumerate(fp.roots):
-        reach[n] = roots[r]
-    for n, parent in enumerate(fp.parent):
-        if parent >= 0:
-            s = fp.lane_slot[n][lane]
-            reach[n] = reach[parent] * sigma[s] if s >= 0 else reach[parent]
-    term = {}
-    for t, node in enumerate(fp.folds):
-        term[node] = c_rows[t] * (fold_ref[t] * sign) * inv_z * live
-    for t, node in enumerate(fp.showdowns):
-        term[node] = d_rows[t] * sd_ref[t] * inv_z * live
-    vals = _backward(fp, term, sigma, lane, cols.shape)
-    rows = {s: _forest_row(game, lane, s, b) for s in _own_slots(fp, lane)}
-    _update_rows(regret, avg, comp, out, rows, sigma, reach, vals, fp.node_of, fp.child_of, lane, cols, mask, r_in,
-                 clamp, own_reach, average, b_t, w_t)
-    for r, n in enumerate(fp.roots):
-        plt.store(roots_ref.at[bb, jnp.full(cols.shape, r * L + li, jnp.int32), cols], vals[n], mask=mask)
 
 
 def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, outs: tuple, locked: bool,
@@ -290,7 +439,7 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     `cfrjax.public.spot_kernel.half`)."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
-    from cfrjax.public.terminals import compat_sums_dot
+    from cfrjax.public.terminals import _showdown_sorted_hm, compat_sums_dot
 
     fp, tp = game.forest_plan, game.trunk_plan
     H, B = game.num_hands, game.num_boards
@@ -306,15 +455,20 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     F2, K, F1 = len(fp.folds), len(fp.showdowns), len(tp.folds)
     shapes = (jax.ShapeDtypeStruct((B, F2 * L, H), dt), jax.ShapeDtypeStruct((B, K * L, H), dt),
               jax.ShapeDtypeStruct((max(F1, 1) * L, H), dt))
+    tpl = template(fp)
     ops = None
     for li, lane in enumerate(lanes):
         ops = pl.pallas_call(
-            functools.partial(_operand_kernel, game=game, lane=lane, li=li, L=L, nr=nr, locked=bool(lock)),
+            functools.partial(_operand_kernel, game=game, tpl=tpl, lane=lane, li=li, L=L, nr=nr, locked=bool(lock)),
             out_shape=shapes, grid=(pl.cdiv(H, BLOCK), B), interpret=INTERPRET, compiler_params=params,
             input_output_aliases={} if li == 0 else {nr + 2 + len(lock) + k: k for k in range(3)},
             name="cfrjax_turn_operand")(*parts, game.weights, live, *lock, *(ops if li else ()))
     r_fold, r_sd, r_tfold = ops
-    d = showdown_kernel.showdown(r_sd, game.sd_sorted, game.sd_card_sorted, game.sd_index)     # [B, K L, H]
+    if showdown_kernel.used(r_sd):
+        d = showdown_kernel.showdown(r_sd, game.sd_sorted, game.sd_card_sorted, game.sd_index)  # [B, K L, H]
+    else:   # the XLA form, per board (the tests in Pallas's interpreter, the showdown kernel switched off)
+        tables = {k: getattr(game, k) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
+        d = jax.vmap(lambda t, x: _showdown_sorted_hm(t, x.T, cpu=False).T)(tables, r_sd)
     c = compat_sums_dot(r_fold, game.hand_cards, game.card_hands.shape[0], axis=2)             # [B, F2 L, H]
     ct = compat_sums_dot(r_tfold, game.hand_cards, game.card_hands.shape[0], axis=1)           # [F1 L, H]
     scal = jnp.stack([jnp.asarray(b_t, dt), jnp.asarray(w_new, dt), 1.0 / game.norm.astype(dt)])
@@ -333,7 +487,7 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     for li, lane in enumerate(lanes):
         base = ins + (game.weights, live, c, d, fold_pay, stake, scal) + lock
         new = pl.pallas_call(
-            functools.partial(_forest_kernel, lane=lane, li=li, **kw),
+            functools.partial(_forest_kernel, tpl=tpl, lane=lane, li=li, **kw),
             out_shape=out_shapes + (roots_shape,), grid=(pl.cdiv(H, BLOCK), B), interpret=INTERPRET,
             compiler_params=params, name="cfrjax_turn_forest",
             input_output_aliases={} if li == 0 else {len(base) + k: k for k in range(4)})(
