@@ -98,13 +98,9 @@ class Plan:
     split: int
     chance: tuple = ()
 
-    @property
-    def children(self) -> tuple:
-        kids = [[] for _ in self.parent]
-        for n, p in enumerate(self.parent):
-            if p >= 0:
-                kids[p].append(n)
-        return tuple(tuple(k) for k in kids)
+    def edges(self, lane: int) -> tuple:
+        """`[n]` the lane's slot on the edge into each node, or `None`."""
+        return tuple(s[lane] if s[lane] >= 0 else None for s in self.lane_slot)
 
     @property
     def node_of(self) -> dict:
@@ -190,14 +186,13 @@ def _own_slots(p: Plan, player: int) -> list:
     return [s for owner, first, count in p.sets if owner == player for s in range(first, first + count)]
 
 
-def _matched(p: Plan, regret: dict, player: int, lock=None) -> dict:
-    """`{slot: [BLOCK] strategy}` of `player`'s slots from their regret rows `{slot: [BLOCK]}`:
-    positive regrets normalised per decision node, uniform where none; where `lock`
-    (`{slot: [BLOCK]}`, `_lock_rows`) is not negative, its value (a locked strategy)."""
+def _match(sets, regret: dict, lock=None) -> dict:
+    """Regret matching of `[BLOCK]` rows: `sets` `[(first slot, actions)]`, `regret`
+    `{slot: row}` -> `{slot: strategy row}`: positive regrets normalised per set, uniform
+    where none; where `lock` (`{slot: row}`, `_lock_rows`) is not negative, its value (a
+    locked strategy)."""
     sigma = {}
-    for owner, first, count in p.sets:
-        if owner != player:
-            continue
+    for first, count in sets:
         pos = [jnp.maximum(regret[first + a], 0.0) for a in range(count)]
         total = pos[0]
         for x in pos[1:]:
@@ -211,22 +206,52 @@ def _matched(p: Plan, regret: dict, player: int, lock=None) -> dict:
     return sigma
 
 
+def _matched(p: Plan, regret: dict, player: int, lock=None) -> dict:
+    """`_match` of `player`'s decision nodes in `p`."""
+    return _match([(first, count) for owner, first, count in p.sets if owner == player], regret, lock)
+
+
 def _lock_rows(lock_ref, slots, cols, mask):
     """`{slot: [BLOCK]}` of the locked strategy (`-1` where a slot is not locked), or
     `None` without locks."""
     return None if lock_ref is None else {s: _row(lock_ref, cols, mask, s) for s in slots}
 
 
-def _reach(p: Plan, sigma: dict, player: int, root) -> list:
-    """`[n]` rows: `player`'s own reach at every node (its range weight at the root)."""
-    reach = [None] * len(p.parent)
-    for n, parent in enumerate(p.parent):
-        if parent < 0:
+def _forward(parent, edges, sigma: dict, root) -> list:
+    """`[n]` reach rows: `root` at the root, else the parent's times the strategy on the
+    edge (`edges[n]`, a slot of `sigma`, or `None`: 1)."""
+    reach = [None] * len(parent)
+    for n, par in enumerate(parent):
+        if par < 0:
             reach[n] = root
-            continue
-        s = p.lane_slot[n][player]
-        reach[n] = reach[parent] * sigma[s] if s >= 0 else reach[parent]
+        else:
+            reach[n] = reach[par] * sigma[edges[n]] if edges[n] is not None else reach[par]
     return reach
+
+
+def _backward(parent, edges, term: dict, sigma: dict, shape) -> list:
+    """`[n]` value rows, deepest first: `term[n]` at terminals, else the children's values
+    weighted by the strategy on their edges (1 where `edges[c]` is `None`)."""
+    kids = [[] for _ in parent]
+    for n, par in enumerate(parent):
+        if par >= 0:
+            kids[par].append(n)
+    vals = [None] * len(parent)
+    for n in range(len(parent) - 1, -1, -1):
+        if n in term:
+            vals[n] = term[n]
+            continue
+        total = None
+        for c in kids[n]:
+            x = vals[c] * sigma[edges[c]] if edges[c] is not None else vals[c]
+            total = x if total is None else total + x
+        vals[n] = total if total is not None else jnp.zeros(shape, jnp.float32)
+    return vals
+
+
+def _reach(p: Plan, sigma: dict, player: int, root) -> list:
+    """`[n]` rows: `player`'s own reach at every node of `p` (`root` at its root)."""
+    return _forward(p.parent, p.edges(player), sigma, root)
 
 
 def _lanes(lanes: tuple, body):
@@ -307,7 +332,6 @@ def _update_kernel(*refs, p: Plan, lanes: tuple, firsts: tuple, outs: tuple, H: 
     mask = cols < H
     L = len(lanes)
     W = p.width(L)
-    kids = p.children
 
     def body(li, lane):
         slots = _own_slots(p, lane)
@@ -332,17 +356,7 @@ def _update_kernel(*refs, p: Plan, lanes: tuple, firsts: tuple, outs: tuple, H: 
                 term[p.folds[t]] = x * (fold[t] * sign) * inv_z
             else:
                 term[p.showdowns[t]] = x * stake[t] * inv_z
-        vals = [None] * len(p.parent)
-        for n in range(len(p.parent) - 1, -1, -1):
-            if n in term:
-                vals[n] = term[n]
-                continue
-            total = None
-            for c in kids[n]:
-                s = p.lane_slot[c][lane]
-                x = vals[c] * sigma[s] if s >= 0 else vals[c]
-                total = x if total is None else total + x
-            vals[n] = total if total is not None else jnp.zeros(cols.shape, jnp.float32)
+        vals = _backward(p.parent, p.edges(lane), term, sigma, cols.shape)
         out = {}
         node_of, child_of = p.node_of, p.child_of
         for s in slots:

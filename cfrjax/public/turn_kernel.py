@@ -48,7 +48,8 @@ import jax.numpy as jnp
 from cfrjax import rules
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.public import showdown_kernel, spot_kernel
-from cfrjax.public.spot_kernel import FOLD, SHOWDOWN, _lock_rows, _matched, _own_slots, _reach, _row
+from cfrjax.public.spot_kernel import (FOLD, SHOWDOWN, _backward, _forward, _lock_rows, _match, _matched,
+                                       _own_slots, _reach, _row)
 
 #: Use the kernels on NVIDIA GPUs (set False to run the XLA passes there).
 ENABLED = True
@@ -141,6 +142,10 @@ class _Template:
     slots: list        # [(player, base, stride, node position, child position)]
     R: int
 
+    def edges(self, lane: int) -> list:
+        """`[n]` the lane's tree-0 slot on the edge into each position, or `None`."""
+        return [e[lane][0] if e[lane] is not None else None for e in self.lane]
+
 
 @functools.lru_cache(maxsize=None)
 def template(fp: spot_kernel.Plan):
@@ -218,31 +223,8 @@ def _tree_strategy(game, tpl: _Template, slots: _Slots, player: int, b, r, cols,
         regret[base] = slots.load(g, player, cols, mask)
         if lock is not None:
             lock[base] = _row(lock_ref, cols, mask, g)
-    sigma = {}
-    for pl_, base, stride, count in tpl.sets:
-        if pl_ != player:
-            continue
-        pos = [jnp.maximum(regret[base + a], 0.0) for a in range(count)]
-        total = pos[0]
-        for x in pos[1:]:
-            total = total + x
-        some = total > 0
-        safe = jnp.where(some, total, 1.0)
-        for a in range(count):
-            v = jnp.where(some, pos[a] / safe, 1.0 / count)
-            sigma[base + a] = v if lock is None else jnp.where(lock[base + a] >= 0, lock[base + a], v)
+    sigma = _match([(base, count) for pl_, base, _, count in tpl.sets if pl_ == player], regret, lock)
     return sigma, regret
-
-
-def _tree_reach(tpl: _Template, sigma: dict, player: int, root) -> list:
-    reach = [None] * len(tpl.parent)
-    for i, par in enumerate(tpl.parent):
-        if par < 0:
-            reach[i] = root
-            continue
-        ls = tpl.lane[i][player]
-        reach[i] = reach[par] * sigma[ls[0]] if ls is not None else reach[par]
-    return reach
 
 
 def _pick(rows, r):
@@ -278,7 +260,7 @@ def _operand_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr:
 
     def tree(r, carry):
         sigma, _ = _tree_strategy(game, tpl, slots, q, b, r, cols, mask, lock_ref)
-        reach = _tree_reach(tpl, sigma, q, _pick(roots, r))
+        reach = _forward(tpl.parent, tpl.edges(q), sigma, _pick(roots, r))
         for i, t in enumerate(tpl.term):
             if t is not None:
                 ref = fold_ref if t[0] == FOLD else sd_ref
@@ -315,10 +297,6 @@ def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: 
     roots = _forest_roots(game, treach, live)
     b_t, w_t, inv_z = scal_ref[0], scal_ref[1], scal_ref[2]
     sign = 1.0 if lane == 0 else -1.0
-    kids = [[] for _ in tpl.parent]
-    for i, par in enumerate(tpl.parent):
-        if par >= 0:
-            kids[par].append(i)
 
     def tree(r, carry):
         sigma, r_in = _tree_strategy(game, tpl, regret, lane, b, r, cols, mask, lock_ref)
@@ -338,18 +316,8 @@ def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: 
             else:
                 x = plt.load(d_ref.at[bb, row, cols], mask=mask, other=0.0)
                 term[i] = x * sd_ref[k] * inv_z * live
-        reach = _tree_reach(tpl, sigma, lane, _pick(roots, r))
-        vals = [None] * len(tpl.parent)
-        for i in range(len(tpl.parent) - 1, -1, -1):
-            if i in term:
-                vals[i] = term[i]
-                continue
-            total = None
-            for c in kids[i]:
-                ls = tpl.lane[c][lane]
-                x = vals[c] * sigma[ls[0]] if ls is not None else vals[c]
-                total = x if total is None else total + x
-            vals[i] = total if total is not None else jnp.zeros(cols.shape, jnp.float32)
+        reach = _forward(tpl.parent, tpl.edges(lane), sigma, _pick(roots, r))
+        vals = _backward(tpl.parent, tpl.edges(lane), term, sigma, cols.shape)
         new = {}
         for _, base, _, node, child in mine:
             rr = r_in[base] + (vals[child] - vals[node])
@@ -378,24 +346,6 @@ def _update_rows(slots_in, avg, comp, out, rows, sigma, reach, vals, node_of, ch
         g = rows[s]
         for arr, v in zip(out, (r, mean, low)):
             arr.store(g, player, cols, mask, v)
-
-
-def _backward(plan, term: dict, sigma: dict, lane: int, shape):
-    """`[n]` value rows: `term` at terminals, else the children's values weighted by the
-    lane's own strategy at its decisions."""
-    vals = [None] * len(plan.parent)
-    kids = plan.children
-    for n in range(len(plan.parent) - 1, -1, -1):
-        if n in term:
-            vals[n] = term[n]
-            continue
-        total = None
-        for c in kids[n]:
-            s = plan.lane_slot[c][lane]
-            x = vals[c] * sigma[s] if s >= 0 else vals[c]
-            total = x if total is None else total + x
-        vals[n] = total if total is not None else jnp.zeros(shape, jnp.float32)
-    return vals
 
 
 def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, outs: tuple, locked: bool,
@@ -428,7 +378,7 @@ def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, out
     term = {n: chance[r] for r, n in enumerate(tp.chance)}
     for t, node in enumerate(tp.folds):
         term[node] = _row(ct_ref, cols, mask, t * L + li) * (tfold_ref[t] * sign) * inv_z
-    vals = _backward(tp, term, sigma, lane, cols.shape)
+    vals = _backward(tp.parent, tp.edges(lane), term, sigma, cols.shape)
     _update_rows(regret, avg, comp, out, {s: s for s in mine}, sigma, reach, vals, tp.node_of, tp.child_of, lane,
                  cols, mask, r_in, clamp, own_reach, average, b_t, w_t)
 
