@@ -302,8 +302,6 @@ def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: 
         sigma, r_in = _tree_strategy(game, tpl, regret, lane, b, r, cols, mask, lock_ref)
         mine = [s for s in tpl.slots if s[0] == lane]
         rows = {base: _forest_row(game, lane, base + r * stride, b) for _, base, stride, _, _ in mine}
-        a_in = {base: avg.load(g, lane, cols, mask) for base, g in rows.items()}
-        c_in = {base: comp.load(g, lane, cols, mask) for base, g in rows.items()}
         term = {}
         for i, t in enumerate(tpl.term):
             if t is None:
@@ -318,34 +316,29 @@ def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: 
                 term[i] = x * sd_ref[k] * inv_z * live
         reach = _forward(tpl.parent, tpl.edges(lane), sigma, _pick(roots, r))
         vals = _backward(tpl.parent, tpl.edges(lane), term, sigma, cols.shape)
-        new = {}
-        for _, base, _, node, child in mine:
-            rr = r_in[base] + (vals[child] - vals[node])
-            y = reach[node] * sigma[base] if own_reach else sigma[base]
-            mean, low = average(a_in[base], c_in[base], y, b_t, w_t)
-            new[base] = (jnp.maximum(rr, 0.0) if clamp else rr, mean, low)
-        for base, vs in new.items():
-            for arr, v in zip(out, vs):
-                arr.store(rows[base], lane, cols, mask, v)
+        _update_rows(avg, comp, out, rows, sigma, reach, vals, {m[1]: m[3] for m in mine}, {m[1]: m[4] for m in mine},
+                     lane, cols, mask, r_in, clamp, own_reach, average, b_t, w_t)
         plt.store(roots_ref.at[bb, jnp.zeros(cols.shape, jnp.int32) + (r * L + li), cols], vals[0], mask=mask)
         return carry
     jax.lax.fori_loop(0, tpl.R, tree, 0)
 
 
-def _update_rows(slots_in, avg, comp, out, rows, sigma, reach, vals, node_of, child_of, player, cols, mask,
-                 regret_in, clamp, own_reach, average, b_t, w_t):
-    """The regret and average updates of `rows` (`{slot: global row}`), all computed
-    before any store."""
+def _update_rows(avg, comp, out, rows, sigma, reach, vals, node_of, child_of, player, cols, mask, regret_in, clamp,
+                 own_reach, average, b_t, w_t):
+    """The regret and average updates of `rows` (`{slot: global row}`; `node_of`,
+    `child_of`, `sigma`, `reach`, `vals`, `regret_in` keyed as `rows`): every load before
+    any store (a store may alias an input as far as the compiler knows)."""
+    a_in = {s: avg.load(g, player, cols, mask) for s, g in rows.items()}
+    c_in = {s: comp.load(g, player, cols, mask) for s, g in rows.items()}
     new = {}
-    for s, g in rows.items():
+    for s in rows:
         r = regret_in[s] + (vals[child_of[s]] - vals[node_of[s]])
         y = reach[node_of[s]] * sigma[s] if own_reach else sigma[s]
-        mean, low = average(avg.load(g, player, cols, mask), comp.load(g, player, cols, mask), y, b_t, w_t)
+        mean, low = average(a_in[s], c_in[s], y, b_t, w_t)
         new[s] = (jnp.maximum(r, 0.0) if clamp else r, mean, low)
-    for s, (r, mean, low) in new.items():
-        g = rows[s]
-        for arr, v in zip(out, (r, mean, low)):
-            arr.store(g, player, cols, mask, v)
+    for s, vs in new.items():
+        for arr, v in zip(out, vs):
+            arr.store(rows[s], player, cols, mask, v)
 
 
 def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, outs: tuple, locked: bool,
@@ -379,8 +372,8 @@ def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, out
     for t, node in enumerate(tp.folds):
         term[node] = _row(ct_ref, cols, mask, t * L + li) * (tfold_ref[t] * sign) * inv_z
     vals = _backward(tp.parent, tp.edges(lane), term, sigma, cols.shape)
-    _update_rows(regret, avg, comp, out, {s: s for s in mine}, sigma, reach, vals, tp.node_of, tp.child_of, lane,
-                 cols, mask, r_in, clamp, own_reach, average, b_t, w_t)
+    _update_rows(avg, comp, out, {s: s for s in mine}, sigma, reach, vals, tp.node_of, tp.child_of, lane, cols, mask,
+                 r_in, clamp, own_reach, average, b_t, w_t)
 
 
 def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=None, locked_policy=None):
