@@ -206,16 +206,17 @@ def exclusive_prefix(x, cpu: bool, axis: int = 0):
     return jnp.concatenate([jnp.zeros_like(jax.lax.slice_in_dim(x, 0, 1, axis=axis)), inclusive], axis=axis)
 
 
-def _pad_zero(x):
+def _pad_zero(x, xp=jnp):
     """`[H, ...] -> [H + 1, ...]`: a zero row, the target of padded indices."""
-    return jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
+    return xp.concatenate([x, xp.zeros((1,) + x.shape[1:], x.dtype)])
 
 
-def compat_sums(x, hand_cards, card_hands):
-    """`C[h] = sum_{h'} compat(h, h') x[h']` of a hand-major `x [H, ...]` (inclusion-exclusion)."""
-    per_card = jnp.sum(_pad_zero(x)[card_hands], axis=1)                     # [C, ...]
+def compat_sums(x, hand_cards, card_hands, xp=jnp):
+    """`C[h] = sum_{h'} compat(h, h') x[h']` of a hand-major `x [H, ...]` (inclusion-exclusion);
+    `xp=numpy` computes it on the host (the builder's range normaliser)."""
+    per_card = xp.sum(_pad_zero(x, xp)[card_hands], axis=1)                  # [C, ...]
     s = per_card[hand_cards]                                                 # [H, 2, ...]
-    return jnp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + x
+    return xp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + x
 
 
 def card_matrix(hand_cards, num_cards: int = NUM_CARDS):

@@ -48,7 +48,6 @@ from cfrjax.games.poker.cards import (
 from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.evaluator import evaluate
 from cfrjax.games.poker.subgame import KEY_FIELDS, RIVER_CARDS, _street_tree, _Tree
-from cfrjax import xla_options
 from cfrjax.host import device_array
 from cfrjax.passes import slot_runs
 from cfrjax.public import passes as public_passes
@@ -63,12 +62,6 @@ DENSE_LIMIT_BYTES = 2 * 2 ** 30
 _NO_CARD = 52
 #: Live turn cards below a flop for any deal of two hands: 52 - 3 board - 4 hole cards.
 FLOP_TURN_CARDS = 45
-
-#: The ranges' normaliser of a new game in one compiled program (`set_ranges` run eagerly
-#: compiled each of its operations, once per game shape); arrays in and out, so jit hands
-#: back no other game's labels; kept where the store is on (`cfrjax.programs`).
-_range_weights = xla_options.jit(public_passes.range_weights)
-
 
 def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
     """The hand list (ascending combo indices): every combo not blocked by the board, the
@@ -418,6 +411,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         raise AssertionError("a showdown on the turn street")
 
     card_hands = pt.card_table(hand_cards)
+    weights, norm = public_passes.range_weights(hand_cards, card_hands, *weights.astype(fdt), xp=np)
     tables = pt.showdown_tables(strength, hand_cards, card_hands)
     dense = None
     # Several boards (a turn's river cards) on an NVIDIA GPU: every board's showdowns run as
@@ -499,7 +493,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         leaves["dense_showdown"] = device_array(dense[0])
         leaves["dense_compat"] = device_array(dense[1])
     game = PublicGame(
-        **leaves, weights=device_array(weights, fdt), norm=device_array(1.0, fdt),
+        **leaves, weights=device_array(weights, fdt), norm=device_array(norm, fdt),
         num_nodes=int(n1 + B * forest.size), num_slots=int(S), num_infosets=int(I), num_hands=int(H),
         num_boards=int(B), trunk_levels=trunk.levels if n1 else (), trunk_fanout=trunk.fanout if n1 else (),
         trunk_level_terms=trunk.terms if n1 else (),
@@ -517,8 +511,5 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
             t_snode, t_schild, stage_sets(t_nodes, (0, split)), split, S, chance=root_chance),
         reduction=reduction, terminals=terminals,
         labels=labels)
-    weights, norm = _range_weights(game.hand_cards, game.card_hands, device_array(weights[0], fdt),
-                                   device_array(weights[1], fdt))
-    game = dataclasses.replace(game, weights=weights, norm=norm)
     meta["build_s"] = round(time.perf_counter() - t_start, 3)
     return game
