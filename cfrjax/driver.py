@@ -161,53 +161,38 @@ def lower_solve(game, state: SolverState, iterations: int, eval_every: int | Non
     return _solve.lower(game, drop_idle_locks(state)[0], iterations, eval_every)
 
 
-@functools.partial(xla_options.jit, static_argnames=("eval_every", "max_chunks"),
+@functools.partial(xla_options.jit, static_argnames=("iterations",),
                    options={"xla_gpu_enable_while_loop_double_buffering": False})
-def _solve_to_target(game, state, target, eval_every, max_chunks):
-    """`lax.while_loop` over chunks of `eval_every` scanned iterations; stops after the
-    first chunk whose evaluation is below `target` or after `max_chunks` chunks.
+def _chunk(game, state, iterations):
+    """`run_steps`: a chunk of the target-driven solve, between two evaluations.
 
     Compiled without XLA:GPU's while-loop double buffering (`cfrjax.xla_options`): this is
-    the call that answers "how long to a target from here", where the program's compile
-    and load weigh more than a few percent of its iterations. Unrolling the iteration scan
-    by two made it a third larger (the full-range turn on an H200: 11,500 lines of
-    optimised HLO against 7,600, 151 fusions against 116), so it compiled and read back
-    more slowly: kept executable 0.89 MB against 0.62, read back in 0.28-0.42 s against
-    0.15-0.26, from the build to 0.3% of the pot with a warm cache 0.55-0.81 s against
-    0.41-0.61, for 1-2 ms of its 70 iterations (a second call 0.036-0.038 s against
-    0.038-0.041; `bench/results/double_buffer_target_h200.jsonl`)."""
-    dt = jnp.float64
-    its = jnp.zeros((max_chunks,), jnp.int32)
-    es = jnp.full((max_chunks,), jnp.nan, dt)
-    vs = jnp.full((max_chunks,), jnp.nan, dt)
-
-    def cond(carry):
-        k, _, e, *_ = carry
-        return (k < max_chunks) & ~(e < target)
-
-    def body(carry):
-        k, s, _, its, es, vs = carry
-        s = run_steps(game, s, eval_every)
-        e, v = _evaluate(game, s)
-        return k + 1, s, e, its.at[k].set(s.iteration), es.at[k].set(e), vs.at[k].set(v)
-
-    init = (jnp.zeros((), jnp.int32), state, jnp.asarray(jnp.inf, dt), its, es, vs)
-    k, state, _, its, es, vs = jax.lax.while_loop(cond, body, init)
-    return state, k, Trace(iteration=its, exploitability=es, value=vs)
+    the program that answers "how long to a target from here", where its compile and load
+    weigh more than a few percent of its iterations. Unrolling the iteration scan by two
+    made it a third larger (the full-range turn on an H200, measured when the chunks and
+    evaluations were one program: 11,500 lines of optimised HLO against 7,600, 151
+    fusions against 116), so it compiled and read back more slowly: kept executable 0.89
+    MB against 0.62, read back in 0.28-0.42 s against 0.15-0.26, from the build to 0.3% of
+    the pot with a warm cache 0.55-0.81 s against 0.41-0.61, for 1-2 ms of its 70
+    iterations (`bench/results/double_buffer_target_h200.jsonl`)."""
+    return run_steps(game, state, iterations)
 
 
 def solve(game, state: SolverState, iterations: int | None = None, *,
           eval_every: int | None = None, target_exploitability: float | None = None,
           max_iterations: int | None = None, check_memory: bool = True):
-    """Run CFR iterations in one compiled executable.
+    """Run CFR iterations in compiled executables.
 
     Two modes:
-      * fixed: `solve(game, state, iterations[, eval_every=K])` runs exactly `iterations`.
+      * fixed: `solve(game, state, iterations[, eval_every=K])` runs exactly `iterations`
+        in one executable (evaluations inside it).
       * target-driven: `solve(game, state, eval_every=K, target_exploitability=eps,
-        max_iterations=N)` runs chunks of K scanned iterations inside a
-        `lax.while_loop`, evaluating the average policy after each, and stops at the
-        first checkpoint whose exploitability is below `eps` (or after `N // K` chunks,
-        i.e. `N` rounded down to a multiple of K, at least one chunk).
+        max_iterations=N)` runs chunks of K scanned iterations, evaluating the average
+        policy after each, and stops at the first checkpoint whose exploitability is
+        below `eps` (or after `N // K` chunks, i.e. `N` rounded down to a multiple of K,
+        at least one chunk). The chunk and the evaluation are two executables, compiled
+        side by side (`cfrjax.xla_options.compile_concurrently`), and the host reads each
+        checkpoint's exploitability before it runs the next chunk.
 
     Args:
       game: the compiled game (any form, `cfrjax.forms`).
@@ -243,10 +228,17 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
             raise ValueError(f"max_iterations must be an int >= eval_every ({eval_every}), got {max_iterations!r}")
         target = float(target_exploitability)
         with jax.enable_x64(True):  # the evaluation (only) runs in float64
-            state, k, trace = _solve_to_target(game, state, device_array(target, jnp.float64),
-                                               eval_every, max_iterations // eval_every)
-            k = int(k)
-            return restore_locks(state, locks), _host(trace, k, starting_pot(game))
+            evaluate_, chunk = xla_options.compile_concurrently(
+                [(_evaluate_jit, (game, state)), (_chunk, (game, state, eval_every))])
+            rows = []
+            for _ in range(max_iterations // eval_every):
+                state = chunk(game, state, eval_every)
+                rows.append(jax.device_get((state.iteration, *evaluate_(game, state))))
+                if rows[-1][1] < target:
+                    break
+        its, es, vs = (np.asarray(c) for c in zip(*rows))
+        return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs), None,
+                                                  starting_pot(game))
     if iterations is None:
         raise ValueError("iterations is required unless target_exploitability and max_iterations are given")
     if not isinstance(iterations, int) or iterations < 0:

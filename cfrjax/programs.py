@@ -291,22 +291,30 @@ def _write(k: str, compiled) -> None:
         pass
 
 
-def _compile_fresh(jitted, args, kwargs):
-    """`jitted` lowered and compiled without JAX's persistent cache: an executable read
-    from that cache serializes without its code on XLA:CPU (jaxlib 0.10.2: running the
-    kept copy failed with `Function ... not found`), so a kept program is always compiled."""
+def _cache_switch():
+    """JAX's switch of its persistent compilation cache (`_compile_fresh`)."""
     from jax._src import config as jax_config
     switch = getattr(jax_config, "enable_compilation_cache", None)
     if switch is None:   # another JAX: no way to compile past its cache, so nothing is kept
         raise Unkept("this JAX has no switch for its compilation cache")
-    with switch(False):
-        return jitted.lower(*args, **kwargs).compile()
+    return switch
 
 
-def executable(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
-    """`(the executable of jitted(*args, **kwargs), its dynamic arguments (args, kwargs))`:
-    kept, read back, or compiled (and kept); `None` for a call that is not kept. `fun` is
-    the jitted Python function, `static_names` its static parameters' names."""
+def _compile_fresh(lowered):
+    """`lowered` compiled without JAX's persistent cache: an executable read from that
+    cache serializes without its code on XLA:CPU (jaxlib 0.10.2: running the kept copy
+    failed with `Function ... not found`), so a kept program is always compiled."""
+    with _cache_switch()(False):
+        return lowered.compile()
+
+
+def prepare(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
+    """`(get, dyn)`: `get()` returns the executable of `jitted(*args, **kwargs)` (kept,
+    read back, or compiled and kept), `dyn` the call's dynamic arguments `(args, kwargs)`;
+    `get` is `None` for a call that is not kept. What needs Python's lock (the key, a
+    read, the lowering) runs here; `get` compiles and writes, and any thread may call it
+    (`cfrjax.xla_options.compile_concurrently`). `fun` is the jitted Python function,
+    `static_names` its static parameters' names."""
     params = parameters(fun)
     static_pos = {i for i, name in enumerate(params[:len(args)]) if name in static_names}
     dyn = (tuple(a for i, a in enumerate(args) if i not in static_pos),
@@ -315,20 +323,33 @@ def executable(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
     statics.update({n: v for n, v in kwargs.items() if n in static_names})
     try:
         k = key(fun, statics, dyn)
+        _cache_switch()
     except Unkept:
         return None, dyn
     compiled = _LOADED.get(k)
     if compiled is None:
         compiled = _read(k)
-        if compiled is None:
-            try:
-                compiled = _compile_fresh(jitted, args, kwargs)
-            except Unkept:
-                return None, dyn
-            if not _carries_labels(compiled.out_tree):
-                _write(k, compiled)
+    if compiled is not None:
         _LOADED[k] = compiled
-    return compiled, dyn
+        return (lambda: compiled), dyn
+    lowered = jitted.lower(*args, **kwargs)
+
+    def get():
+        fresh = _compile_fresh(lowered)
+        if not _carries_labels(fresh.out_tree):
+            _write(k, fresh)
+        _LOADED[k] = fresh
+        return fresh
+
+    return get, dyn
+
+
+def executable(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
+    """`(the executable of jitted(*args, **kwargs), its dynamic arguments (args, kwargs))`:
+    kept, read back, or compiled (and kept); `None` for a call that is not kept
+    (`prepare`)."""
+    get, dyn = prepare(jitted, fun, static_names, args, kwargs)
+    return (None if get is None else get()), dyn
 
 
 def call(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):

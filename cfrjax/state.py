@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from cfrjax import xla_options
+from cfrjax.host import device_array
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config
 
 
@@ -100,14 +103,30 @@ def compensation_dtype(dtype: str):
 
 
 @functools.partial(xla_options.jit, static_argnums=(0, 1, 2))
-def _zeros(shape: tuple, dtype, comp_dtype):
-    """A fresh state's arrays in one compiled program (each `jnp.zeros` run eagerly compiles
-    a program of its own, per shape and dtype): zeros `[*shape]` of `dtype`, of
-    `comp_dtype` and of bool, and the scalars `0` of `dtype` and int32. Through
-    `cfrjax.xla_options.jit`, so with the compilation cache on a new process reads it back
-    kept (`cfrjax.programs`) instead of tracing and lowering it again."""
+def _zeros_program(shape: tuple, dtype, comp_dtype):
+    """`_zeros` in one compiled program (each `jnp.zeros` run eagerly compiles a program of
+    its own, per shape and dtype). Through `cfrjax.xla_options.jit`, so with the
+    compilation cache on a new process reads it back kept (`cfrjax.programs`) instead of
+    tracing and lowering it again."""
     return (jnp.zeros(shape, dtype), jnp.zeros(shape, comp_dtype), jnp.zeros(shape, bool), jnp.zeros((), dtype),
             jnp.zeros((), jnp.int32))
+
+
+#: Slot-array entries up to which a fresh state's zeros are made on the host and copied to
+#: the device (`_zeros`) rather than by a compiled program: a full-range turn's 3.8M
+#: entries (27 MB of arrays) copy in milliseconds, where the program compiled in 0.27 s in
+#: a new process on an H200 (cold, on the path from the build to a solved spot).
+HOST_ZEROS_ENTRIES = 2 ** 23
+
+
+def _zeros(shape: tuple, dtype, comp_dtype):
+    """A fresh state's arrays: zeros `[*shape]` of `dtype`, of `comp_dtype` and of bool, and
+    the scalars `0` of `dtype` and int32; copied from the host up to `HOST_ZEROS_ENTRIES`,
+    larger ones (a batch's) made on the device by `_zeros_program`."""
+    if math.prod(shape) > HOST_ZEROS_ENTRIES:
+        return _zeros_program(shape, dtype, comp_dtype)
+    return tuple(device_array(np.zeros(sh, dt)) for sh, dt in
+                 ((shape, dtype), (shape, comp_dtype), (shape, bool), ((), dtype), ((), jnp.int32)))
 
 
 def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,

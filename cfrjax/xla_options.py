@@ -36,7 +36,7 @@ location kept is the innermost frame outside JAX, a line of cfrjax; the code is 
 same, so are the results.
 
 A function may set options of its own over these (`jit(f, options=...)`): the
-target-driven solve (`cfrjax.driver._solve_to_target`) turns the double buffering off.
+target-driven solve's chunks (`cfrjax.driver._chunk`) turn the double buffering off.
 
 A game may add options of its own (`compiler_options(config)`, a method returning a tuple
 of `(name, value)` pairs, e.g. `PublicGame.compiler_options`), read from the first
@@ -46,6 +46,7 @@ argument of the call and told the second's solver configuration (`SolverState.co
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 
@@ -53,7 +54,7 @@ import jax
 
 from cfrjax import programs
 
-__all__ = ["XLA_OPTIONS", "FULL_TRACEBACKS", "jit"]
+__all__ = ["XLA_OPTIONS", "FULL_TRACEBACKS", "jit", "compile_concurrently"]
 
 #: Compiler options of cfrjax's jitted solves and evaluations (see the module docstring).
 XLA_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "", "xla_gpu_enable_while_loop_double_buffering": True}
@@ -149,6 +150,45 @@ class _Jit:
         with _locations():
             if programs.folder() is None or programs.executable(jitted, self._fun, self._static, args, kwargs)[0] is None:
                 jitted.lower(*args, **kwargs).compile()
+
+    def prepare(self, *args):
+        """`get`: the call `self(*args)` (positional arguments, statics included) lowered
+        now, or its executable found kept (`cfrjax.programs.prepare`); `get()`, which any
+        thread may call, compiles it and returns a function of the same arguments running
+        the executable (`compile_concurrently`)."""
+        jitted = self._optioned(args)
+        with _locations():
+            if programs.folder() is not None:
+                get, _ = programs.prepare(jitted, self._fun, self._static, args, {})
+                if get is not None:
+                    return lambda: _runner(get(), self._dynamic_positions(args))
+            lowered = jitted.lower(*args)
+        return lambda: _runner(lowered.compile(), self._dynamic_positions(args))
+
+    def _dynamic_positions(self, args) -> tuple:
+        params = programs.parameters(self._fun)
+        return tuple(i for i in range(len(args)) if i >= len(params) or params[i] not in self._static)
+
+
+def _runner(compiled, positions: tuple):
+    """A function of a call's positional arguments running `compiled` on the dynamic ones."""
+    return lambda *args: compiled(*(args[i] for i in positions))
+
+
+def compile_concurrently(calls) -> list:
+    """Runners of `calls`, `[(jit, args)]` with each `jit` one of this module's and `args`
+    its positional arguments (statics included): each call is lowered on this thread in
+    turn and compiled on a thread of its own as soon as it is lowered, so XLA compiles
+    one program (outside Python's lock) while Python lowers the next, and the compiles run
+    side by side. Each runner takes its call's arguments and runs the compiled executable
+    (kept programs, `cfrjax.programs`, are read back instead of compiled).
+
+    The target-driven solve compiles its evaluation and its chunk of iterations so: the
+    full-range turn on an H200 compiled them one after the other, as one program, in 2.4-2.5
+    s, and side by side in 1.4-1.6 s (the evaluation alone: 1.5 s)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        futures = [pool.submit(fn.prepare(*args)) for fn, args in calls]
+        return [f.result() for f in futures]
 
 
 def jit(fun=None, *, options: dict | None = None, **kwargs):

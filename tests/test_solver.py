@@ -281,13 +281,13 @@ def test_solves_are_lowered_with_one_location_per_operation():
 
 def test_the_target_driven_solve_compiles_without_double_buffering():
     """A function's own options (`xla_options.jit(f, options=...)`) reach its compile over
-    `XLA_OPTIONS`: the target-driven solve turns XLA:GPU's while-loop double buffering
-    off, the fixed solve keeps it."""
+    `XLA_OPTIONS`: the target-driven solve's chunks turn XLA:GPU's while-loop double
+    buffering off, the fixed solve keeps it."""
     from cfrjax import driver
     game = _small_river()
     state = cfrjax.init(game, rule="dcfr", order="alternating")
     with jax.enable_x64(True):
-        target = driver._solve_to_target.lower(game, state, jnp.float64(1e-3), eval_every=2, max_chunks=3)
+        target = driver._chunk.lower(game, state, 2)
     fixed = driver._solve.lower(game, state, 4, None)
     kvs = [dict(low._lowering._compiler_options_kvs) for low in (target, fixed)]
     assert kvs[0]["xla_gpu_enable_while_loop_double_buffering"] is False
