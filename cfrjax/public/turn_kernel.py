@@ -236,8 +236,8 @@ def _pick(rows, r):
 
 
 def _operand_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: int, locked: bool):
-    """Program `(hand block, board b)`: the opponent's reach down the trunk and each of
-    board b's trees (a loop), stored at their folds and showdowns; board 0's programs
+    """Program `(hand block, board b, tree r)`: the opponent's reach down the trunk and
+    board b's tree r, stored at its folds and showdowns; the programs of board 0's tree 0
     also store the trunk folds'."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
@@ -257,24 +257,22 @@ def _operand_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr:
     live = _row(live_ref, cols, mask, b)
     roots = _forest_roots(game, treach, live)
     bb = jnp.zeros(cols.shape, jnp.int32) + b
-
-    def tree(r, carry):
-        sigma, _ = _tree_strategy(game, tpl, slots, q, b, r, cols, mask, lock_ref)
-        reach = _forward(tpl.parent, tpl.edges(q), sigma, _pick(roots, r))
-        for i, t in enumerate(tpl.term):
-            if t is not None:
-                ref = fold_ref if t[0] == FOLD else sd_ref
-                row = jnp.zeros(cols.shape, jnp.int32) + ((t[1] + r * t[2]) * L + li)
-                plt.store(ref.at[bb, row, cols], reach[i], mask=mask)
-        return carry
-    jax.lax.fori_loop(0, tpl.R, tree, 0)
+    r = pl.program_id(2)
+    sigma, _ = _tree_strategy(game, tpl, slots, q, b, r, cols, mask, lock_ref)
+    reach = _forward(tpl.parent, tpl.edges(q), sigma, _pick(roots, r))
+    for i, t in enumerate(tpl.term):
+        if t is not None:
+            ref = fold_ref if t[0] == FOLD else sd_ref
+            row = jnp.zeros(cols.shape, jnp.int32) + ((t[1] + r * t[2]) * L + li)
+            plt.store(ref.at[bb, row, cols], reach[i], mask=mask)
+    first = (b == 0) & (r == 0)
     for t, node in enumerate(tp.folds):
-        plt.store(tfold_ref.at[jnp.full(cols.shape, t * L + li, jnp.int32), cols], treach[node], mask=mask & (b == 0))
+        plt.store(tfold_ref.at[jnp.full(cols.shape, t * L + li, jnp.int32), cols], treach[node], mask=mask & first)
 
 
 def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: int, no: int, outs: tuple,
                    locked: bool, clamp: bool, own_reach: bool, average):
-    """Program `(hand block, board b)`: per tree of board b (a loop), the lane's strategy
+    """Program `(hand block, board b, tree r)`: on board b's tree r, the lane's strategy
     and reach, terminal values, backward values, regret and average updates (all loaded
     before any is stored), and the tree root's value."""
     from jax.experimental import pallas as pl
@@ -297,30 +295,27 @@ def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: 
     roots = _forest_roots(game, treach, live)
     b_t, w_t, inv_z = scal_ref[0], scal_ref[1], scal_ref[2]
     sign = 1.0 if lane == 0 else -1.0
-
-    def tree(r, carry):
-        sigma, r_in = _tree_strategy(game, tpl, regret, lane, b, r, cols, mask, lock_ref)
-        mine = [s for s in tpl.slots if s[0] == lane]
-        rows = {base: _forest_row(game, lane, base + r * stride, b) for _, base, stride, _, _ in mine}
-        term = {}
-        for i, t in enumerate(tpl.term):
-            if t is None:
-                continue
-            k = t[1] + r * t[2]
-            row = jnp.zeros(cols.shape, jnp.int32) + (k * L + li)
-            if t[0] == FOLD:
-                x = plt.load(c_ref.at[bb, row, cols], mask=mask, other=0.0)
-                term[i] = x * (fold_ref[k] * sign) * inv_z * live
-            else:
-                x = plt.load(d_ref.at[bb, row, cols], mask=mask, other=0.0)
-                term[i] = x * sd_ref[k] * inv_z * live
-        reach = _forward(tpl.parent, tpl.edges(lane), sigma, _pick(roots, r))
-        vals = _backward(tpl.parent, tpl.edges(lane), term, sigma, cols.shape)
-        _update_rows(avg, comp, out, rows, sigma, reach, vals, {m[1]: m[3] for m in mine}, {m[1]: m[4] for m in mine},
-                     lane, cols, mask, r_in, clamp, own_reach, average, b_t, w_t)
-        plt.store(roots_ref.at[bb, jnp.zeros(cols.shape, jnp.int32) + (r * L + li), cols], vals[0], mask=mask)
-        return carry
-    jax.lax.fori_loop(0, tpl.R, tree, 0)
+    r = pl.program_id(2)
+    sigma, r_in = _tree_strategy(game, tpl, regret, lane, b, r, cols, mask, lock_ref)
+    mine = [s for s in tpl.slots if s[0] == lane]
+    rows = {base: _forest_row(game, lane, base + r * stride, b) for _, base, stride, _, _ in mine}
+    term = {}
+    for i, t in enumerate(tpl.term):
+        if t is None:
+            continue
+        k = t[1] + r * t[2]
+        row = jnp.zeros(cols.shape, jnp.int32) + (k * L + li)
+        if t[0] == FOLD:
+            x = plt.load(c_ref.at[bb, row, cols], mask=mask, other=0.0)
+            term[i] = x * (fold_ref[k] * sign) * inv_z * live
+        else:
+            x = plt.load(d_ref.at[bb, row, cols], mask=mask, other=0.0)
+            term[i] = x * sd_ref[k] * inv_z * live
+    reach = _forward(tpl.parent, tpl.edges(lane), sigma, _pick(roots, r))
+    vals = _backward(tpl.parent, tpl.edges(lane), term, sigma, cols.shape)
+    _update_rows(avg, comp, out, rows, sigma, reach, vals, {m[1]: m[3] for m in mine}, {m[1]: m[4] for m in mine},
+                 lane, cols, mask, r_in, clamp, own_reach, average, b_t, w_t)
+    plt.store(roots_ref.at[bb, jnp.zeros(cols.shape, jnp.int32) + (r * L + li), cols], vals[0], mask=mask)
 
 
 def _update_rows(avg, comp, out, rows, sigma, reach, vals, node_of, child_of, player, cols, mask, regret_in, clamp,
@@ -360,15 +355,7 @@ def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, out
     r_in = {s: regret.load(s, lane, cols, mask) for s in mine}
     b_t, w_t, inv_z = scal_ref[0], scal_ref[1], scal_ref[2]
     sign = 1.0 if lane == 0 else -1.0
-    R = len(tp.chance)
-
-    def add_board(b, acc):
-        bb = jnp.zeros(cols.shape, jnp.int32) + b
-        return tuple(a + plt.load(roots_ref.at[bb, jnp.full(cols.shape, r * L + li, jnp.int32), cols], mask=mask,
-                                  other=0.0) for r, a in enumerate(acc))
-    chance = jax.lax.fori_loop(0, game.num_boards, add_board, tuple(jnp.zeros(cols.shape, jnp.float32)
-                                                                    for _ in range(R)))
-    term = {n: chance[r] for r, n in enumerate(tp.chance)}
+    term = {n: _row(roots_ref, cols, mask, r * L + li) for r, n in enumerate(tp.chance)}
     for t, node in enumerate(tp.folds):
         term[node] = _row(ct_ref, cols, mask, t * L + li) * (tfold_ref[t] * sign) * inv_z
     vals = _backward(tp.parent, tp.edges(lane), term, sigma, cols.shape)
@@ -403,7 +390,7 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     for li, lane in enumerate(lanes):
         ops = pl.pallas_call(
             functools.partial(_operand_kernel, game=game, tpl=tpl, lane=lane, li=li, L=L, nr=nr, locked=bool(lock)),
-            out_shape=shapes, grid=(pl.cdiv(H, BLOCK), B), interpret=INTERPRET, compiler_params=params,
+            out_shape=shapes, grid=(pl.cdiv(H, BLOCK), B, tpl.R), interpret=INTERPRET, compiler_params=params,
             input_output_aliases={} if li == 0 else {nr + 2 + len(lock) + k: k for k in range(3)},
             name="cfrjax_turn_operand")(*parts, game.weights, live, *lock, *(ops if li else ()))
     r_fold, r_sd, r_tfold = ops
@@ -431,11 +418,11 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
         base = ins + (game.weights, live, c, d, fold_pay, stake, scal) + lock
         new = pl.pallas_call(
             functools.partial(_forest_kernel, tpl=tpl, lane=lane, li=li, **kw),
-            out_shape=out_shapes + (roots_shape,), grid=(pl.cdiv(H, BLOCK), B), interpret=INTERPRET,
+            out_shape=out_shapes + (roots_shape,), grid=(pl.cdiv(H, BLOCK), B, tpl.R), interpret=INTERPRET,
             compiler_params=params, name="cfrjax_turn_forest",
             input_output_aliases={} if li == 0 else {len(base) + k: k for k in range(4)})(
                 *base, *(new if li else ()))
-    roots = new[3]
+    roots = jnp.sum(new[3], axis=0)                                             # [R L, H], over the boards
     new = new[:3]
     tpay = game.trunk_fold_payoff.astype(dt) if F1 else jnp.zeros((1,), dt)
     for li, lane in enumerate(lanes):
