@@ -6,25 +6,32 @@ spot has a trunk (the turn's betting, global slots) above `B` boards, each the s
 forest of river trees (local slots; board `b`'s are rows `t0 + b s0 + l` of player 0's,
 `split + t1 + b s1 + l - s0` of player 1's), which XLA ran as about 45 kernels an
 iteration, most of them passes over the slot arrays. Here a (half-)iteration is, per
-updating lane (each kernel a program per block of hands, and per board where it says so):
+updating lane (each kernel a program per block of hands, and per board and river tree
+where it says so):
 
-1. `operand` (per board): the opponent's regret matching and reach down the trunk and the
-   board's forest (hands holding the river card dead), written at the board's folds and
-   showdowns (`[B, F2 L, H]`, `[B, K L, H]`) and, board 0's programs, at the trunk's folds;
+1. `operand` (per board and tree): the opponent's regret matching and reach down the
+   trunk and the tree (hands holding the river card dead), written at the tree's folds
+   and showdowns (`[B, F2 L, H]`, `[B, K L, H]`) and, board 0's tree 0's programs, at the
+   trunk's folds;
 2. the terminal sums: the showdowns by `cfrjax.public.showdown_kernel` (every board in
    one launch; its XLA form where it is off), the folds' compatible reach by
    `terminals.compat_sums_dot`;
-3. `forest` (per board): the lane's strategy and reach, the board's terminal values,
-   backward values, regrets and average of its forest slots, and its forest roots' values;
-4. `trunk`: the roots' values summed over the boards into the trunk's chance leaves, the
-   trunk folds' values, the trunk's backward values, regrets and average.
+3. `forest` (per board and tree): the lane's strategy and reach, the tree's terminal
+   values, backward values, regrets and average of its slots, and its root's value;
+4. `trunk`: the roots' values (summed over the boards by XLA in between) at the trunk's
+   chance leaves, the trunk folds' values, the trunk's backward values, regrets and
+   average.
 
 The forest's river trees (one per trunk line reaching the river) are isomorphic, their
 slots and terminals interleaved level by level at fixed strides (`template`): the kernels
-loop over them rather than unroll them. Unrolled, Triton compiled the 75-node forest of
-the full-range turn in 7-9 s (XLA's passes: 2.2-2.9 s); looped, in 1.6-1.9 s. A forest
-whose trees differ (the turn with raises, where some lines reach the river all in) runs
-the XLA passes.
+run one tree's code, on a grid axis over the trees, rather than unroll the forest.
+Unrolled, Triton compiled the 75-node forest of the full-range turn in 7-9 s (XLA's
+passes: 2.2-2.9 s); a loop over the trees in each program, in 1.6-1.9 s. A program per
+tree, and the boards' sum out of the trunk kernel (whose 18 programs summed 48 boards in
+a loop), took the H200's device time of a CFR+ simultaneous iteration from 178 to 148
+us (trunk kernels 30.6 -> 4.2 us, plus 2.7 for XLA's sum; forest 35.9 -> 31.2; operand
+13.4 -> 11.4). A forest whose trees differ (the turn with raises, where some lines reach
+the river all in) runs the XLA passes.
 
 Same arithmetic as the XLA passes (`cfrjax.public.passes`), equal to float32 rounding
 (one step from the same state, compiled on an H200: regrets within 1.3e-8 of the XLA
@@ -131,9 +138,9 @@ def _forest_roots(game, trunk_reach, live):
 class _Template:
     """A forest of `R` isomorphic trees (one per root) in breadth-first order: tree 0's
     structure, and for every slot and terminal its index in tree `r` as `base + r stride`
-    (levels interleave the trees, so each position has its own stride). The kernels loop
-    over the trees instead of unrolling them: a fifth of the code for the full-range turn's
-    five river trees, which is what Triton's compile time follows."""
+    (levels interleave the trees, so each position has its own stride). The kernels run a
+    program per tree instead of unrolling them: a fifth of the code for the full-range
+    turn's five river trees, which is what Triton's compile time follows."""
 
     parent: list       # [n] position of the parent (-1 at the root)
     lane: list         # [n] per lane (base, stride) of the slot on the edge in, or None
