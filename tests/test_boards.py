@@ -301,11 +301,14 @@ def test_fold_kernel_equals_the_xla_form(monkeypatch):
     assert np.array_equal(kernel, direct) and not np.array_equal(kernel, xla)
 
 
-def test_showdown_kernels_equal_the_xla_form(monkeypatch):
+@pytest.mark.parametrize("rows", [1, 2])
+def test_showdown_kernels_equal_the_xla_form(rows, monkeypatch):
     """The Pallas showdown kernel (compiled on an NVIDIA GPU, else in Pallas's
     interpreter) gives the XLA batch-first form's values to float32 rounding, on padded
-    card lists, and `showdown_diff` runs it exactly where it is used."""
+    card lists, and `showdown_diff` runs it exactly where it is used; with several of a
+    subgame's rows per program too (two: a last block of one)."""
     from cfrjax.public import showdown_kernel
+    monkeypatch.setattr(showdown_kernel, "FEW_PROGRAMS_BLOCKS", showdown_kernel.FEW_PROGRAMS_BLOCKS[:3] + (rows,))
     tables = _padded_tables(2, 7, combos=150)
     nb, _, H = tables["sd_sorted"].shape
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}

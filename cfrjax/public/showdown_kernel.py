@@ -51,7 +51,7 @@ WARPS, CARD_BLOCK, PICK_BLOCK = 1, 8, 256
 #: iteration (`bench/results/showdown_kernel_turn_h200.jsonl`): (1, 8,
 #: 256) 156, (2, 8, 256) 112, (4, 8, 256) 106, (8, 8, 512) 95, (16, 16, 1024) 69, (32, 64,
 #: 2048) 75, (16, 64, 2048) 92, (32, 16, 1024) 97.
-FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024)
+FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024, 1)
 
 
 def used(x) -> bool:
@@ -73,32 +73,38 @@ def _grid2(rows, cols):
     return jnp.broadcast_to(rows[..., None], shape), jnp.broadcast_to(cols, shape)
 
 
-def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H, Q, C, M, card_block, pick_block):
-    """Program `p`: row `p` of `x [nb Q, H]`, one showdown node of subgame `p // Q`. Its
-    table row is written (`g_ref`, `c_ref`) and read back by the same program after a
-    barrier, so it stays in the cache instead of making a round trip through memory
-    between kernels. Each block is one power of two longer than its row (`H + 1`, `M + 1`
-    entries): the prefix sum's last entry, over the masked zeros, is the row's total.
-    `card_block` cards per step of the card loop, `pick_block` hands per step of the
-    gather-sum."""
+def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H, Q, C, M, rows, card_block,
+            pick_block):
+    """Program `p`: `rows` rows of `x [nb Q, H]` from row `b Q + q0` on, showdown nodes
+    `q0 .. q0 + rows - 1` of subgame `b` (`p = b ceil(Q / rows) + q0 / rows`; rows past
+    `Q` masked), which share the subgame's tables: each index block is loaded once for
+    all of them. Each row's table (`g_ref`, `c_ref`) is written and read back by the same
+    program after a barrier, so it stays in the cache instead of making a round trip
+    through memory between kernels. Each block is one power of two longer than its row
+    (`H + 1`, `M + 1` entries): the prefix sum's last entry, over the masked zeros, is the
+    row's total. `card_block` cards per step of the card loop, `pick_block` hands per step
+    of the gather-sum."""
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
 
     p = pl.program_id(0)
-    b = p // Q
+    blocks = -(-Q // rows)
+    b = p // blocks
+    q0 = (p % blocks) * rows
+    mine = [(b * Q + q0 + j, q0 + j < Q) for j in range(rows)]     # (row of x, whether it is one)
     # G = P - P[H] / 2, its entry H = P[H] / 2.
     Hp = pow2(H + 1)
     h = jnp.arange(Hp)
     idx = plt.load(sorted_ref.at[jnp.full((Hp,), b), h], mask=h < H, other=0)
-    ph = jnp.full((Hp,), p)
-    rows = plt.load(x_ref.at[ph, idx], mask=h < H, other=0.0)
-    total = jnp.sum(rows)
-    plt.store(g_ref.at[ph, h], jnp.cumsum(rows) - rows - 0.5 * total, mask=h <= H)
+    for row, real in mine:
+        ph = jnp.full((Hp,), row)
+        vals = plt.load(x_ref.at[ph, idx], mask=(h < H) & real, other=0.0)
+        total = jnp.sum(vals)
+        plt.store(g_ref.at[ph, h], jnp.cumsum(vals) - vals - 0.5 * total, mask=(h <= H) & real)
     # -D_k = P_k[M] / 2 - P_k (entry M: -P_k[M] / 2), card_block cards at a time.
     Mp = pow2(M + 1)
     m = jnp.arange(Mp)
     kk = jnp.arange(card_block)
-    pc = jnp.full((card_block, Mp), p)
     bc = jnp.full((card_block, Mp), b)
 
     def cards(j, carry):
@@ -106,10 +112,12 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
         held = (k < C) & (mm < M)
         cidx = plt.load(cards_ref.at[bc, k, mm], mask=held, other=H)
         live = held & (cidx < H)
-        rows = plt.load(x_ref.at[pc, jnp.where(live, cidx, 0)], mask=live, other=0.0)
-        total = jnp.sum(rows, axis=1)                                         # [KC]
-        neg_d = 0.5 * total[:, None] - (jnp.cumsum(rows, axis=1) - rows)
-        plt.store(c_ref.at[pc, k * (M + 1) + mm], neg_d, mask=(k < C) & (mm <= M))
+        for row, real in mine:
+            pc = jnp.full((card_block, Mp), row)
+            vals = plt.load(x_ref.at[pc, jnp.where(live, cidx, 0)], mask=live & real, other=0.0)
+            total = jnp.sum(vals, axis=1)                                     # [KC]
+            neg_d = 0.5 * total[:, None] - (jnp.cumsum(vals, axis=1) - vals)
+            plt.store(c_ref.at[pc, k * (M + 1) + mm], neg_d, mask=(k < C) & (mm <= M) & real)
         return carry
 
     jax.lax.fori_loop(0, pl.cdiv(C, card_block), cards, 0)
@@ -117,18 +125,19 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
         plt.debug_barrier()   # the table's entries, written by every thread, read by any
     # Six table entries per hand, pick_block hands at a time.
     hb = jnp.arange(pick_block)
-    pb = jnp.full((pick_block,), p)
     bb = jnp.full((pick_block,), b)
 
     def pick(j, carry):
         h = j * pick_block + hb
         hm = h < H
-        acc = jnp.zeros((pick_block,), jnp.float32)
-        for k in range(6):
-            e = plt.load(index_ref.at[bb, h, jnp.full((pick_block,), k)], mask=hm, other=0)
-            ref, e = (g_ref, e) if k < 2 else (c_ref, e - (H + 1))
-            acc = acc + plt.load(ref.at[pb, e], mask=hm, other=0.0)
-        plt.store(out_ref.at[pb, h], acc, mask=hm)
+        es = [plt.load(index_ref.at[bb, h, jnp.full((pick_block,), k)], mask=hm, other=0) for k in range(6)]
+        for row, real in mine:
+            pb = jnp.full((pick_block,), row)
+            acc = jnp.zeros((pick_block,), jnp.float32)
+            for k, e in enumerate(es):
+                ref, e = (g_ref, e) if k < 2 else (c_ref, e - (H + 1))
+                acc = acc + plt.load(ref.at[pb, e], mask=hm & real, other=0.0)
+            plt.store(out_ref.at[pb, h], acc, mask=hm & real)
         return carry
 
     jax.lax.fori_loop(0, pl.cdiv(H, pick_block), pick, 0)
@@ -148,10 +157,13 @@ def showdown(x, sorted_t, cards_t, index_t):
     nb, Q, H = x.shape
     C, M = cards_t.shape[1:]
     shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (nb * Q, H))
-    warps, card_block, pick_block = (WARPS, CARD_BLOCK, PICK_BLOCK) if nb * Q >= FEW_PROGRAMS else FEW_PROGRAMS_BLOCKS
+    warps, card_block, pick_block, rows = (WARPS, CARD_BLOCK, PICK_BLOCK, 1) if nb * Q >= FEW_PROGRAMS \
+        else FEW_PROGRAMS_BLOCKS
+    rows = min(rows, Q)
     out = pl.pallas_call(
-        functools.partial(_kernel, H=H, Q=Q, C=C, M=M, card_block=card_block, pick_block=pick_block),
-        out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(nb * Q,), interpret=INTERPRET,
+        functools.partial(_kernel, H=H, Q=Q, C=C, M=M, rows=rows, card_block=card_block, pick_block=pick_block),
+        out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(nb * -(-Q // rows),),
+        interpret=INTERPRET,
         compiler_params=plt.CompilerParams(num_warps=warps), name="cfrjax_showdown")(
             x.reshape(nb * Q, H), sorted_t, cards_t, index_t)[2]
     return out.reshape(nb, Q, H)
