@@ -45,13 +45,17 @@ INTERPRET = False
 #: 512) 6.41, (1, 16, 512) 6.26, (1, 8, 2048) 6.38, (1, 8, 1024) 7.74, (2, 8, 256) 6.98,
 #: (4, 8, 512) 8.03, (8, 8, 512) 7.45.
 WARPS, CARD_BLOCK, PICK_BLOCK = 1, 8, 256
-#: Below this many programs (subgames times nodes) the kernel runs `FEW_PROGRAMS_BLOCKS`
-#: instead: a turn's 48 river boards are 1,200 programs, too few to hide one warp's memory
-#: latency. H200, the full-range turn, DCFR alternating, the kernel's microseconds per
-#: iteration (`bench/results/showdown_kernel_turn_h200.jsonl`): (1, 8,
-#: 256) 156, (2, 8, 256) 112, (4, 8, 256) 106, (8, 8, 512) 95, (16, 16, 1024) 69, (32, 64,
-#: 2048) 75, (16, 64, 2048) 92, (32, 16, 1024) 97.
-FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024, 1)
+#: Below this many rows (subgames times nodes) the kernel runs `FEW_PROGRAMS_BLOCKS`
+#: (warps, card block, pick block, rows per program) instead: a turn's 48 river boards
+#: are 1,200 to 2,400 rows, too few to hide one warp's memory latency. H200, the
+#: full-range turn, DCFR alternating, the kernel's microseconds per iteration, one row per
+#: program (`bench/results/showdown_kernel_turn_h200.jsonl`): (1, 8, 256) 156, (2, 8,
+#: 256) 112, (4, 8, 256) 106, (8, 8, 512) 95, (16, 16, 1024) 69, (32, 64, 2048) 75, (16,
+#: 64, 2048) 92, (32, 16, 1024) 97. Several rows per program (CFR+ simultaneous / DCFR
+#: alternating, `showdown_rows_turn_h200.jsonl`): (16, 16, 1024, 1) 65.0 / 69.5, (16, 16,
+#: 1024, 5) 63.3 / 66.7, (8, 8, 512, 5) 60.6 / 64.9, (4, 8, 512, 5) 61.6 / 69.3, (16, 16,
+#: 1024, 10) 58.8 / 120.4, (8, 16, 1024, 2) 69.4 / 82.3.
+FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (8, 8, 512, 5)
 
 
 def used(x) -> bool:
