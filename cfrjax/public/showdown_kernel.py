@@ -55,7 +55,12 @@ WARPS, CARD_BLOCK, PICK_BLOCK = 1, 8, 256
 #: alternating, `showdown_rows_turn_h200.jsonl`): (16, 16, 1024, 1) 65.0 / 69.5, (16, 16,
 #: 1024, 5) 63.3 / 66.7, (8, 8, 512, 5) 60.6 / 64.9, (4, 8, 512, 5) 61.6 / 69.3, (16, 16,
 #: 1024, 10) 58.8 / 120.4, (8, 16, 1024, 2) 69.4 / 82.3.
-FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (8, 8, 512, 5)
+FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024, 1)
+#: The blocks of `FEW_PROGRAMS_BLOCKS`' case where rows taken `ROW_BLOCKS[3]` at a time
+#: still make `ROW_BLOCK_PROGRAMS` programs or more (a turn's boards, not a batch of a
+#: few hundred river spots with five showdowns each: 128 of them ran DCFR alternating at
+#: 0.189 ms/iter with five rows per program, 0.177 with one; `ab_showdown_rows_h200.jsonl`).
+ROW_BLOCKS, ROW_BLOCK_PROGRAMS = (8, 8, 512, 5), 240
 
 
 def used(x) -> bool:
@@ -162,7 +167,7 @@ def showdown(x, sorted_t, cards_t, index_t):
     C, M = cards_t.shape[1:]
     shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (nb * Q, H))
     warps, card_block, pick_block, rows = (WARPS, CARD_BLOCK, PICK_BLOCK, 1) if nb * Q >= FEW_PROGRAMS \
-        else FEW_PROGRAMS_BLOCKS
+        else ROW_BLOCKS if nb * -(-Q // ROW_BLOCKS[3]) >= ROW_BLOCK_PROGRAMS else FEW_PROGRAMS_BLOCKS
     rows = min(rows, Q)
     out = pl.pallas_call(
         functools.partial(_kernel, H=H, Q=Q, C=C, M=M, rows=rows, card_block=card_block, pick_block=pick_block),
