@@ -59,7 +59,7 @@ FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024, 1)
 #: The blocks of `FEW_PROGRAMS_BLOCKS`' case where rows taken `ROW_BLOCKS[3]` at a time
 #: still make `ROW_BLOCK_PROGRAMS` programs or more (a turn's boards, not a batch of a
 #: few hundred river spots with five showdowns each: 128 of them ran DCFR alternating at
-#: 0.189 ms/iter with five rows per program, 0.177 with one; `ab_showdown_rows_h200.jsonl`).
+#: 0.189 ms/iter with five rows per program, 0.177 with one; `ab_session22_h200.jsonl`).
 ROW_BLOCKS, ROW_BLOCK_PROGRAMS = (8, 8, 512, 5), 240
 
 
