@@ -166,6 +166,7 @@ class _Jit:
         return lambda: _runner(lowered.compile(), self._dynamic_positions(args))
 
     def _dynamic_positions(self, args) -> tuple:
+        """Positions of the call's dynamic (non-static) arguments among `args`."""
         params = programs.parameters(self._fun)
         return tuple(i for i in range(len(args)) if i >= len(params) or params[i] not in self._static)
 
