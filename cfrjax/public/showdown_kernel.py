@@ -54,7 +54,9 @@ WARPS, CARD_BLOCK, PICK_BLOCK = 1, 8, 256
 #: 64, 2048) 92, (32, 16, 1024) 97. Several rows per program (CFR+ simultaneous / DCFR
 #: alternating, `showdown_rows_turn_h200.jsonl`): (16, 16, 1024, 1) 65.0 / 69.5, (16, 16,
 #: 1024, 5) 63.3 / 66.7, (8, 8, 512, 5) 60.6 / 64.9, (4, 8, 512, 5) 61.6 / 69.3, (16, 16,
-#: 1024, 10) 58.8 / 120.4, (8, 16, 1024, 2) 69.4 / 82.3.
+#: 1024, 10) 58.8 / 120.4, (8, 16, 1024, 2) 69.4 / 82.3. Tried, not kept: each step loading
+#: for all its rows before storing any (more registers live, fewer programs resident):
+#: (8, 8, 512, 5) 69.4 / 74.3, (8, 16, 1024, 5) 65.7 / 69.8, every setting tried slower.
 FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024, 1)
 #: The blocks of `FEW_PROGRAMS_BLOCKS`' case where rows taken `ROW_BLOCKS[3]` at a time
 #: still make `ROW_BLOCK_PROGRAMS` programs or more (a turn's boards, not a batch of a
