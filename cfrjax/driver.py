@@ -22,7 +22,6 @@ import numpy as np
 from cfrjax.best_response import exploitability_and_value, expected_values
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
 from cfrjax.forms import starting_pot
-from cfrjax.host import device_array
 from cfrjax.iteration import join_slots, split_slots, split_step
 from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard

@@ -346,7 +346,6 @@ def _update_rows(avg, comp, out, rows, sigma, reach, vals, node_of, child_of, pl
 def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, outs: tuple, locked: bool,
                   clamp: bool, own_reach: bool, average):
     from jax.experimental import pallas as pl
-    from jax.experimental.pallas import triton as plt
     it = iter(refs)
     take = lambda k: [next(it) for _ in range(k)]   # noqa: E731
     regret, avg, comp = (_Slots(take(nr), (0, game.slot_split)[:nr]) for _ in range(3))
