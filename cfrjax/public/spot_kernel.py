@@ -271,6 +271,15 @@ def _row(ref, cols, mask, *index):
     return plt.load(ref.at[at + (cols,)], mask=mask, other=0.0).astype(jnp.float32)
 
 
+def _parts(v):
+    """`(hi, mid, lo)` bfloat16 with `hi + mid + lo == v` exactly for a float32 row `v`, in a
+    kernel (`cfrjax.public.terminals.bfloat16_parts` in XLA)."""
+    hi = v.astype(jnp.bfloat16)
+    rest = v - hi.astype(jnp.float32)
+    mid = rest.astype(jnp.bfloat16)
+    return hi, mid, (rest - mid.astype(jnp.float32)).astype(jnp.bfloat16)
+
+
 def _operand_kernel(*refs, p: Plan, lanes: tuple, firsts: tuple, H: int, Hp: int, rows: int):
     """Columns `[H, Hp)` (the matmul's alignment padding) are written as zeros: their
     range weight is read as 0, so their reach is."""
@@ -294,12 +303,7 @@ def _operand_kernel(*refs, p: Plan, lanes: tuple, firsts: tuple, H: int, Hp: int
         reach = _reach(p, _matched(p, mine, q, lock), q, _row(w_ref, cols, mask, q))
         for stack, nodes in ((FOLD, p.folds), (SHOWDOWN, p.showdowns)):
             for t, node in enumerate(nodes):
-                v = reach[node]
-                hi = v.astype(jnp.bfloat16)
-                rest = v - hi.astype(jnp.float32)
-                mid = rest.astype(jnp.bfloat16)
-                lo = (rest - mid.astype(jnp.float32)).astype(jnp.bfloat16)
-                for k, part in enumerate((hi, mid, lo)):
+                for k, part in enumerate(_parts(reach[node])):
                     at = (jnp.full(cols.shape, stack, jnp.int32), jnp.full(cols.shape, t * L + li + k * W, jnp.int32))
                     plt.store(x_ref.at[at + (cols,)], part, mask=padded)
     _lanes(lanes, body)

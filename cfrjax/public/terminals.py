@@ -226,22 +226,34 @@ def card_matrix(hand_cards, num_cards: int = NUM_CARDS):
     return jnp.concatenate([held.T, jnp.ones((1, held.shape[0]), bool)]).astype(DENSE_DTYPE)
 
 
-def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0):
+def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0, parts=None):
     """`compat_sums` along `axis` (the hands' axis of `x`), with the per-card sums and the
     total as a matmul by `card_matrix` (in float32 of the three bfloat16 parts of
     `bfloat16_parts`: exact products, float32 accumulation; other dtypes at full
     precision): off the CPU, where the gathered reduction of `compat_sums` was fused into
     its consumer's loop and recomputed for every hand (a full-range turn's trunk folds:
     16 us a half-iteration on an H200 for a `[4, H]` output). The hands stay where they
-    are in `x` (no transpose to hand-major). Equal to `compat_sums` to rounding."""
+    are in `x` (no transpose to hand-major). Equal to `compat_sums` to rounding.
+
+    `parts`: float32 `x`'s three parts already made, `[3, *x.shape]` bfloat16 (`x` then
+    `None`: their sum, exact), as a kernel writes them (`cfrjax.public.turn_kernel`): one
+    matmul of their rows as they lie, where XLA otherwise splits `x` and concatenates the
+    parts into its operand every iteration (5.4 us of the full-range turn's on an H200)."""
     m = card_matrix(hand_cards, num_cards)                                    # [C + 1, H]
-    if x.dtype == jnp.float32:
+    if parts is not None:
+        t = jnp.tensordot(parts, m, axes=([axis + 1], [1]), preferred_element_type=jnp.float32)
+        sums = (t[0] + t[1]) + t[2]
+        x = (parts[0].astype(jnp.float32) + parts[1].astype(jnp.float32)) + parts[2].astype(jnp.float32)
+    elif x.dtype == jnp.float32:
         sums = sum(jnp.tensordot(p, m, axes=([axis], [1]), preferred_element_type=jnp.float32)
                    for p in bfloat16_parts(x))
     else:
         sums = jnp.tensordot(x, m.astype(x.dtype), axes=([axis], [1]), precision=jax.lax.Precision.HIGHEST)
     sums = jnp.moveaxis(sums, -1, axis)                                       # [..., C + 1 at axis, ...]
-    per_card = lambda k: jnp.take(sums, hand_cards[:, k], axis=axis)          # noqa: E731
+    # Card indices are in range, unsigned and clipped (XLA's own gather semantics): no
+    # bounds mask or negative-index select, which XLA:GPU recomputed for each card column
+    # every iteration (two kernels of 1.1-1.5 us on the full-range turn).
+    per_card = lambda k: jnp.take(sums, hand_cards[:, k].astype(jnp.uint32), axis=axis, mode="clip")   # noqa: E731
     return jax.lax.slice_in_dim(sums, num_cards, num_cards + 1, axis=axis) - per_card(0) - per_card(1) + x
 
 

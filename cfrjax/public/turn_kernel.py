@@ -56,7 +56,7 @@ from cfrjax import rules
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.public import showdown_kernel, spot_kernel
 from cfrjax.public.spot_kernel import (FOLD, SHOWDOWN, _backward, _forward, _lock_rows, _match, _matched,
-                                       _own_slots, _reach, _row)
+                                       _own_slots, _parts, _reach, _row)
 
 #: Use the kernels on NVIDIA GPUs (set False to run the XLA passes there).
 ENABLED = True
@@ -268,13 +268,19 @@ def _operand_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr:
     sigma, _ = _tree_strategy(game, tpl, slots, q, b, r, cols, mask, lock_ref)
     reach = _forward(tpl.parent, tpl.edges(q), sigma, _pick(roots, r))
     for i, t in enumerate(tpl.term):
-        if t is not None:
-            ref = fold_ref if t[0] == FOLD else sd_ref
-            row = jnp.zeros(cols.shape, jnp.int32) + ((t[1] + r * t[2]) * L + li)
-            plt.store(ref.at[bb, row, cols], reach[i], mask=mask)
+        if t is None:
+            continue
+        row = jnp.zeros(cols.shape, jnp.int32) + ((t[1] + r * t[2]) * L + li)
+        if t[0] == FOLD:   # the matmul's bfloat16 parts (`terminals.compat_sums_dot`)
+            for k, part in enumerate(_parts(reach[i])):
+                plt.store(fold_ref.at[jnp.full(cols.shape, k, jnp.int32), bb, row, cols], part, mask=mask)
+        else:
+            plt.store(sd_ref.at[bb, row, cols], reach[i], mask=mask)
     first = (b == 0) & (r == 0)
     for t, node in enumerate(tp.folds):
-        plt.store(tfold_ref.at[jnp.full(cols.shape, t * L + li, jnp.int32), cols], treach[node], mask=mask & first)
+        for k, part in enumerate(_parts(treach[node])):
+            plt.store(tfold_ref.at[jnp.full(cols.shape, k, jnp.int32), jnp.full(cols.shape, t * L + li, jnp.int32), cols],
+                      part, mask=mask & first)
 
 
 def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: int, no: int, outs: tuple,
@@ -389,8 +395,9 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     lock = () if locked is None else (jnp.where(locked, locked_policy, -1.0).astype(dt),)
     live = game.board_live.astype(dt)
     F2, K, F1 = len(fp.folds), len(fp.showdowns), len(tp.folds)
-    shapes = (jax.ShapeDtypeStruct((B, F2 * L, H), dt), jax.ShapeDtypeStruct((B, K * L, H), dt),
-              jax.ShapeDtypeStruct((max(F1, 1) * L, H), dt))
+    bf = jnp.bfloat16
+    shapes = (jax.ShapeDtypeStruct((3, B, F2 * L, H), bf), jax.ShapeDtypeStruct((B, K * L, H), dt),
+              jax.ShapeDtypeStruct((3, max(F1, 1) * L, H), bf))
     tpl = template(fp)
     ops = None
     for li, lane in enumerate(lanes):
@@ -405,8 +412,8 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     else:   # the XLA form, per board (the tests in Pallas's interpreter, the showdown kernel switched off)
         tables = {k: getattr(game, k) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
         d = jax.vmap(lambda t, x: _showdown_sorted_hm(t, x.T, cpu=False).T)(tables, r_sd)
-    c = compat_sums_dot(r_fold, game.hand_cards, game.card_hands.shape[0], axis=2)             # [B, F2 L, H]
-    ct = compat_sums_dot(r_tfold, game.hand_cards, game.card_hands.shape[0], axis=1)           # [F1 L, H]
+    c = compat_sums_dot(None, game.hand_cards, game.card_hands.shape[0], axis=2, parts=r_fold)   # [B, F2 L, H]
+    ct = compat_sums_dot(None, game.hand_cards, game.card_hands.shape[0], axis=1, parts=r_tfold)  # [F1 L, H]
     scal = jnp.stack([jnp.asarray(b_t, dt), jnp.asarray(w_new, dt), 1.0 / game.norm.astype(dt)])
     own = (whole(regret), whole(avg), whole(comp)) if player is None else \
         ((regret[player],), (avg[player],), (comp[player],))
