@@ -11,11 +11,12 @@ where it says so):
 
 1. `operand` (per board and tree): the opponent's regret matching and reach down the
    trunk and the tree (hands holding the river card dead), written at the tree's folds
-   and showdowns (`[B, F2 L, H]`, `[B, K L, H]`) and, board 0's tree 0's programs, at the
-   trunk's folds;
+   (as the card matmul's bfloat16 parts, every board's folds and then the trunk's, by
+   board 0's tree 0's programs, in one `[3, B F2 L + F1 L, H]` buffer) and showdowns
+   (`[B, K L, H]`);
 2. the terminal sums: the showdowns by `cfrjax.public.showdown_kernel` (every board in
    one launch; its XLA form where it is off), the folds' compatible reach by
-   `terminals.compat_sums_dot`;
+   `terminals.compat_sums_dot` (one matmul for the trunk's and every board's folds);
 3. `forest` (per board and tree): the lane's strategy and reach, the tree's terminal
    values, backward values, regrets and average of its slots, and its root's value;
 4. `trunk`: the roots' values (summed over the boards by XLA in between) at the trunk's
@@ -253,9 +254,10 @@ def _operand_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr:
     w_ref, live_ref = next(it), next(it)
     lock_ref = next(it) if locked else None
     if li:
-        next(it), next(it), next(it)
-    fold_ref, sd_ref, tfold_ref = next(it), next(it), next(it)
+        next(it), next(it)
+    fold_ref, sd_ref = next(it), next(it)
     tp = game.trunk_plan
+    F2L = len(game.forest_plan.folds) * L
     b = pl.program_id(1)
     cols = pl.program_id(0) * BLOCK + jnp.arange(BLOCK)
     mask = cols < game.num_hands
@@ -271,16 +273,16 @@ def _operand_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr:
         if t is None:
             continue
         row = jnp.zeros(cols.shape, jnp.int32) + ((t[1] + r * t[2]) * L + li)
-        if t[0] == FOLD:   # the matmul's bfloat16 parts (`terminals.compat_sums_dot`)
+        if t[0] == FOLD:   # the matmul's bfloat16 parts (`terminals.compat_sums_dot`), row b F2 L + row
             for k, part in enumerate(_parts(reach[i])):
-                plt.store(fold_ref.at[jnp.full(cols.shape, k, jnp.int32), bb, row, cols], part, mask=mask)
+                plt.store(fold_ref.at[jnp.full(cols.shape, k, jnp.int32), bb * F2L + row, cols], part, mask=mask)
         else:
             plt.store(sd_ref.at[bb, row, cols], reach[i], mask=mask)
     first = (b == 0) & (r == 0)
-    for t, node in enumerate(tp.folds):
+    for t, node in enumerate(tp.folds):   # the trunk's folds after every board's
+        at = jnp.full(cols.shape, game.num_boards * F2L + t * L + li, jnp.int32)
         for k, part in enumerate(_parts(treach[node])):
-            plt.store(tfold_ref.at[jnp.full(cols.shape, k, jnp.int32), jnp.full(cols.shape, t * L + li, jnp.int32), cols],
-                      part, mask=mask & first)
+            plt.store(fold_ref.at[jnp.full(cols.shape, k, jnp.int32), at, cols], part, mask=mask & first)
 
 
 def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: int, no: int, outs: tuple,
@@ -319,7 +321,7 @@ def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: 
         k = t[1] + r * t[2]
         row = jnp.zeros(cols.shape, jnp.int32) + (k * L + li)
         if t[0] == FOLD:
-            x = plt.load(c_ref.at[bb, row, cols], mask=mask, other=0.0)
+            x = plt.load(c_ref.at[bb * (len(game.forest_plan.folds) * L) + row, cols], mask=mask, other=0.0)
             term[i] = x * (fold_ref[k] * sign) * inv_z * live
         else:
             x = plt.load(d_ref.at[bb, row, cols], mask=mask, other=0.0)
@@ -355,7 +357,7 @@ def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, out
     it = iter(refs)
     take = lambda k: [next(it) for _ in range(k)]   # noqa: E731
     regret, avg, comp = (_Slots(take(nr), (0, game.slot_split)[:nr]) for _ in range(3))
-    w_ref, roots_ref, ct_ref, tfold_ref, scal_ref = take(5)
+    w_ref, roots_ref, c_ref, tfold_ref, scal_ref = take(5)
     lock_ref = next(it) if locked else None
     take(no * 3)                              # the forest kernel's outputs, written in place
     out = [_Slots(take(no), outs) for _ in range(3)]
@@ -369,7 +371,8 @@ def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, out
     sign = 1.0 if lane == 0 else -1.0
     term = {n: _row(roots_ref, cols, mask, r * L + li) for r, n in enumerate(tp.chance)}
     for t, node in enumerate(tp.folds):
-        term[node] = _row(ct_ref, cols, mask, t * L + li) * (tfold_ref[t] * sign) * inv_z
+        row = game.num_boards * len(game.forest_plan.folds) * L + t * L + li
+        term[node] = _row(c_ref, cols, mask, row) * (tfold_ref[t] * sign) * inv_z
     vals = _backward(tp.parent, tp.edges(lane), term, sigma, cols.shape)
     _update_rows(avg, comp, out, {s: s for s in mine}, sigma, reach, vals, tp.node_of, tp.child_of, lane, cols, mask,
                  r_in, clamp, own_reach, average, b_t, w_t)
@@ -396,24 +399,22 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     live = game.board_live.astype(dt)
     F2, K, F1 = len(fp.folds), len(fp.showdowns), len(tp.folds)
     bf = jnp.bfloat16
-    shapes = (jax.ShapeDtypeStruct((3, B, F2 * L, H), bf), jax.ShapeDtypeStruct((B, K * L, H), dt),
-              jax.ShapeDtypeStruct((3, max(F1, 1) * L, H), bf))
+    shapes = (jax.ShapeDtypeStruct((3, B * F2 * L + max(F1, 1) * L, H), bf), jax.ShapeDtypeStruct((B, K * L, H), dt))
     tpl = template(fp)
     ops = None
     for li, lane in enumerate(lanes):
         ops = pl.pallas_call(
             functools.partial(_operand_kernel, game=game, tpl=tpl, lane=lane, li=li, L=L, nr=nr, locked=bool(lock)),
             out_shape=shapes, grid=(pl.cdiv(H, BLOCK), B, tpl.R), interpret=INTERPRET, compiler_params=params,
-            input_output_aliases={} if li == 0 else {nr + 2 + len(lock) + k: k for k in range(3)},
+            input_output_aliases={} if li == 0 else {nr + 2 + len(lock) + k: k for k in range(2)},
             name="cfrjax_turn_operand")(*parts, game.weights, live, *lock, *(ops if li else ()))
-    r_fold, r_sd, r_tfold = ops
+    r_fold, r_sd = ops
     if showdown_kernel.used(r_sd):
         d = showdown_kernel.showdown(r_sd, game.sd_sorted, game.sd_card_sorted, game.sd_index)  # [B, K L, H]
     else:   # the XLA form, per board (the tests in Pallas's interpreter, the showdown kernel switched off)
         tables = {k: getattr(game, k) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
         d = jax.vmap(lambda t, x: _showdown_sorted_hm(t, x.T, cpu=False).T)(tables, r_sd)
-    c = compat_sums_dot(None, game.hand_cards, game.card_hands.shape[0], axis=2, parts=r_fold)   # [B, F2 L, H]
-    ct = compat_sums_dot(None, game.hand_cards, game.card_hands.shape[0], axis=1, parts=r_tfold)  # [F1 L, H]
+    c = compat_sums_dot(None, game.hand_cards, game.card_hands.shape[0], axis=1, parts=r_fold)   # [B F2 L + F1 L, H]
     scal = jnp.stack([jnp.asarray(b_t, dt), jnp.asarray(w_new, dt), 1.0 / game.norm.astype(dt)])
     own = (whole(regret), whole(avg), whole(comp)) if player is None else \
         ((regret[player],), (avg[player],), (comp[player],))
@@ -439,7 +440,7 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     new = new[:3]
     tpay = game.trunk_fold_payoff.astype(dt) if F1 else jnp.zeros((1,), dt)
     for li, lane in enumerate(lanes):
-        base = ins + (game.weights, roots, ct, tpay, scal) + lock
+        base = ins + (game.weights, roots, c, tpay, scal) + lock
         new = pl.pallas_call(
             functools.partial(_trunk_kernel, lane=lane, li=li, **kw),
             out_shape=out_shapes, grid=(pl.cdiv(H, BLOCK),), interpret=INTERPRET, compiler_params=params,
