@@ -308,6 +308,12 @@ def _compile_fresh(lowered):
         return lowered.compile()
 
 
+def static_positions(fun, static_names: frozenset, n: int) -> frozenset:
+    """Positions among `n` positional arguments of `fun` that are static (`static_names`)."""
+    params = parameters(fun)
+    return frozenset(i for i, name in enumerate(params[:n]) if name in static_names)
+
+
 def prepare(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
     """`(get, dyn)`: `get()` returns the executable of `jitted(*args, **kwargs)` (kept,
     read back, or compiled and kept), `dyn` the call's dynamic arguments `(args, kwargs)`;
@@ -316,7 +322,7 @@ def prepare(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
     (`cfrjax.xla_options.compile_concurrently`). `fun` is the jitted Python function,
     `static_names` its static parameters' names."""
     params = parameters(fun)
-    static_pos = {i for i, name in enumerate(params[:len(args)]) if name in static_names}
+    static_pos = static_positions(fun, static_names, len(args))
     dyn = (tuple(a for i, a in enumerate(args) if i not in static_pos),
            {n: v for n, v in kwargs.items() if n not in static_names})
     statics = {params[i]: args[i] for i in sorted(static_pos)}

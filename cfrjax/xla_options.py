@@ -141,15 +141,12 @@ class _Jit:
         with _locations():
             return self._optioned(args).lower(*args, **kwargs)
 
-    def compile(self, *args, **kwargs) -> None:
+    def compile(self, *args) -> None:
         """Compile the call ahead of time: kept (or read back) where the store is on
         (`cfrjax.programs`), and the call then runs it; else compiled once more (jit does
         not reuse an ahead-of-time compile; JAX's persistent cache, where on, then serves
         the call's compile)."""
-        jitted = self._optioned(args)
-        with _locations():
-            if programs.folder() is None or programs.executable(jitted, self._fun, self._static, args, kwargs)[0] is None:
-                jitted.lower(*args, **kwargs).compile()
+        self.prepare(*args)()
 
     def prepare(self, *args):
         """`get`: the call `self(*args)` (positional arguments, statics included) lowered
@@ -157,18 +154,15 @@ class _Jit:
         thread may call, compiles it and returns a function of the same arguments running
         the executable (`compile_concurrently`)."""
         jitted = self._optioned(args)
+        static = programs.static_positions(self._fun, self._static, len(args))
+        dynamic = tuple(i for i in range(len(args)) if i not in static)
         with _locations():
             if programs.folder() is not None:
                 get, _ = programs.prepare(jitted, self._fun, self._static, args, {})
                 if get is not None:
-                    return lambda: _runner(get(), self._dynamic_positions(args))
+                    return lambda: _runner(get(), dynamic)
             lowered = jitted.lower(*args)
-        return lambda: _runner(lowered.compile(), self._dynamic_positions(args))
-
-    def _dynamic_positions(self, args) -> tuple:
-        """Positions of the call's dynamic (non-static) arguments among `args`."""
-        params = programs.parameters(self._fun)
-        return tuple(i for i in range(len(args)) if i >= len(params) or params[i] not in self._static)
+        return lambda: _runner(lowered.compile(), dynamic)
 
 
 def _runner(compiled, positions: tuple):

@@ -130,6 +130,12 @@ def _trunk_reach(game, slots: _Slots, player: int, cols, mask, w_ref, lock_ref):
     return sigma, _reach(tp, sigma, player, _row(w_ref, cols, mask, player))
 
 
+def _board_fold_rows(game, L: int) -> int:
+    """Rows of a board's folds in the folds' buffer (`half`): board `b`'s fold row `r` is
+    row `b F2 L + r`, the trunk's fold `t` of lane `li` row `B F2 L + t L + li`."""
+    return len(game.forest_plan.folds) * L
+
+
 def _forest_roots(game, trunk_reach, live):
     """The forest roots' reach: the trunk's at each chance leaf, dead hands zero."""
     return [trunk_reach[n] * live for n in game.trunk_plan.chance]
@@ -257,7 +263,7 @@ def _operand_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr:
         next(it), next(it)
     fold_ref, sd_ref = next(it), next(it)
     tp = game.trunk_plan
-    F2L = len(game.forest_plan.folds) * L
+    F2L = _board_fold_rows(game, L)
     b = pl.program_id(1)
     cols = pl.program_id(0) * BLOCK + jnp.arange(BLOCK)
     mask = cols < game.num_hands
@@ -321,7 +327,7 @@ def _forest_kernel(*refs, game, tpl: _Template, lane: int, li: int, L: int, nr: 
         k = t[1] + r * t[2]
         row = jnp.zeros(cols.shape, jnp.int32) + (k * L + li)
         if t[0] == FOLD:
-            x = plt.load(c_ref.at[bb * (len(game.forest_plan.folds) * L) + row, cols], mask=mask, other=0.0)
+            x = plt.load(c_ref.at[bb * _board_fold_rows(game, L) + row, cols], mask=mask, other=0.0)
             term[i] = x * (fold_ref[k] * sign) * inv_z * live
         else:
             x = plt.load(d_ref.at[bb, row, cols], mask=mask, other=0.0)
@@ -371,7 +377,7 @@ def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, out
     sign = 1.0 if lane == 0 else -1.0
     term = {n: _row(roots_ref, cols, mask, r * L + li) for r, n in enumerate(tp.chance)}
     for t, node in enumerate(tp.folds):
-        row = game.num_boards * len(game.forest_plan.folds) * L + t * L + li
+        row = game.num_boards * _board_fold_rows(game, L) + t * L + li
         term[node] = _row(c_ref, cols, mask, row) * (tfold_ref[t] * sign) * inv_z
     vals = _backward(tp.parent, tp.edges(lane), term, sigma, cols.shape)
     _update_rows(avg, comp, out, {s: s for s in mine}, sigma, reach, vals, tp.node_of, tp.child_of, lane, cols, mask,
