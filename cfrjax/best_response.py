@@ -48,7 +48,12 @@ def exploitability(game, policy):
 
 def exploitability_and_value(game, policy):
     """`(exploitability, player 0's value)` of `policy` (traceable; what the solver's
-    evaluations report). A raked game computes both players' values once, for both."""
+    evaluations report). A raked game computes both players' values once, for both; a
+    form with an `evaluation` (`cfrjax.forms`) gives both from one sweep."""
+    form = form_of(game)
+    if hasattr(form, "evaluation"):
+        br, values = form.evaluation(game, policy)
+        return 0.5 * jnp.sum(br - values if raked(game) else br, axis=0), values[0]
     if raked(game):
         values = expected_values(game, policy)
         return 0.5 * jnp.sum(best_response_values(game, policy) - values), values[0]

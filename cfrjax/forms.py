@@ -33,7 +33,9 @@ and its form module provides the passes:
     the public form also takes `leaf=(state, coef)` for a depth-limited game with a stateful
     leaf function and returns its new state third (`cfrjax.public.passes.leaf_values`);
   `best_response_values(game, policy) -> [2]`, `expected_value(game, policy) -> []`
-    (player 0's), `expected_values(game, policy) -> [2]` (both players');
+    (player 0's), `expected_values(game, policy) -> [2]` (both players'); optionally
+    `evaluation(game, policy) -> (best_response_values, expected_values)` from one sweep
+    (`cfrjax.best_response.exploitability_and_value` uses it where given);
   `strategy_rows(game, policy)`: the rows of `cfrjax.strategy_table`;
   `infosets(game)`: `(key, player, action names, index)` per information set, `index`
     selecting its entries in slot arrays (policy files, locking by key);

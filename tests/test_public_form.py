@@ -43,6 +43,9 @@ def evaluate(game, policy):
     return pp.best_response_values(game, policy), pp.expected_value(game, policy)
 
 
+evaluation = jax.jit(pp.evaluation)
+
+
 # ----------------------------------------------------------------------------------------
 # Helpers.
 
@@ -220,6 +223,11 @@ def test_brute_force(case):
         assert float(ev) == pytest.approx(spot.expected_value(d), abs=1e-9)
         assert float(br[0]) == pytest.approx(spot.best_response_value(d, 0), abs=1e-9)
         assert float(br[1]) == pytest.approx(spot.best_response_value(d, 1), abs=1e-9)
+        # The solver's evaluations: both from one sweep (`passes.evaluation`), both players' values.
+        br1, evs = evaluation(g, pol)
+        for p in (0, 1):
+            assert float(br1[p]) == pytest.approx(spot.best_response_value(d, p), abs=1e-9)
+            assert float(evs[p]) == pytest.approx(spot.expected_value(d, p), abs=1e-9)
 
 
 # ----------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ from cfrjax.passes import lift
 from cfrjax.public import spot_kernel, terminals, turn_kernel
 from cfrjax.public.game import PublicGame
 
-__all__ = ["backward", "best_response_values", "expected_value", "expected_values", "forward", "hand_values",
+__all__ = ["backward", "best_response_values", "evaluation", "expected_value", "expected_values", "forward", "hand_values",
            "infosets", "leaf_values", "node_values", "range_weights", "regret_pass", "scratch_elements", "set_ranges",
            "strategy_rows"]
 
@@ -195,6 +195,18 @@ def _showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool, diff=Non
     return (diff * lift((stake - half)[:, None], nd) - total * lift(half[:, None], nd)) * inv_z
 
 
+def _backward_modes(tree: _Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str):
+    """`backward` as `mode` asks: best-response values (`"br"`), or for `"br_ev"` the
+    best-response values of both lanes followed by the profile's values of both, `[n, 4,
+    H, *batch]` (`tv`: two lanes, or four, the second pair the profile's), from one
+    forward pass and one set of terminal values (`evaluation`)."""
+    if mode != "br_ev":
+        return backward(tree, sigma_ext, tv, lanes, pull, best_response=mode == "br")
+    br, ev = (tv[:, :2], tv[:, 2:]) if tv.shape[1] == 4 else (tv, tv)
+    return jnp.concatenate([backward(tree, sigma_ext, br, lanes, pull, best_response=True),
+                            backward(tree, sigma_ext, ev, lanes, pull)], axis=1)
+
+
 def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     """One board's forest: values at its roots (chance included), and for `mode ==
     "regret"` the new regrets and average terms of its slots, per lane; for `mode ==
@@ -224,7 +236,7 @@ def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     if game.dealt:
         tv = tv * live
     tv = jnp.concatenate([tv, jnp.zeros((1,) + tv.shape[1:], dt)])
-    vals = backward(tree, sig, tv, lanes, _pull(game, cpu), best_response=mode == "br")
+    vals = _backward_modes(tree, sig, tv, lanes, _pull(game, cpu), mode)
     out = {"root": vals[:game.num_roots]}
     if mode == "nodes":
         out["reach"], out["values"] = reach, vals
@@ -426,6 +438,8 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
         chance = leaf_values(game, forest_root, lanes, leaf)
         if leaf is not None:
             chance, leaf = chance
+        if mode == "br_ev":
+            chance = jnp.concatenate([chance, chance], axis=1)
         new = y = None
         if want:
             t_of = {0: t0, 1: t1}
@@ -445,8 +459,10 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
                        game.trunk_fold_values)
     if game.trunk_dealt is not None:    # a flop's turn-street folds: the own hand's card removal
         tvf = tvf * _alive(game.hand_cards, game.trunk_dealt[game.trunk_fold_node], nd, dt)
+    if mode == "br_ev":
+        tvf = jnp.concatenate([tvf, tvf], axis=1)
     tv = jnp.concatenate([tvf, chance, jnp.zeros((1,) + chance.shape[1:], dt)])
-    vals1 = backward(trunk, sigma_ext, tv, lanes, _pull(game, cpu), best_response=mode == "br")
+    vals1 = _backward_modes(trunk, sigma_ext, tv, lanes, _pull(game, cpu), mode)
     if mode == "nodes":
         return dict(nodes, trunk_reach=reach1, trunk_values=vals1)
     if not want:
@@ -522,6 +538,22 @@ def best_response_values(game: PublicGame, policy):
     def run(cpu):
         return _weighted(game, _sweep(game, passes.extend(policy), (0, 1), "br", cpu)[0], (0, 1))
     return _on_platform(run)
+
+
+def evaluation(game: PublicGame, policy):
+    """`(best_response_values, expected_values)` of `policy` `[S, H, *batch]`, each `[2,
+    *batch]` and each as its own function gives it, from one sweep: the forward pass and
+    the terminal values are the same for both, only the backward passes differ. Every
+    evaluation of a solve computes this (`cfrjax.best_response.exploitability_and_value`):
+    one forward pass and one set of terminals instead of two, a smaller program to
+    compile on a cold solve's path."""
+    def run(cpu):
+        root = _sweep(game, passes.extend(policy), (0, 1), "br_ev", cpu)[0]
+        return _weighted(game, root[:2], (0, 1)), _weighted(game, root[2:], (0, 1))
+    br, ev = _on_platform(run)
+    offset = game.labels.payoff_offset if game.labels is not None else 0.0
+    v0 = ev[0] + offset
+    return br, ev.at[0].set(v0) if game.raked else jnp.stack([v0, -v0])
 
 
 def expected_value(game: PublicGame, policy):
