@@ -129,31 +129,40 @@ def forward(tree: _Tree, sigma_ext, root, nd: int):
     return jnp.concatenate(reach)
 
 
-def backward(tree: _Tree, sigma_ext, tv, lanes: tuple, pull: bool, best_response: bool = False):
+def backward(tree: _Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str = "ev"):
     """Values `[n, L, H, *batch]` of `lanes`' players, deepest level first:
     `v(n) = tv[term_pos[n]] + sum_c w(c) v(c)` with `w` the player's own strategy at its
-    decisions and 1 elsewhere (chance is in the terminal values). With `best_response`
-    (both lanes), each player takes the max over its own actions instead."""
+    decisions and 1 elsewhere (chance is in the terminal values). `mode`: `"ev"` (that),
+    `"br"` (both lanes: each player takes the max over its own actions instead), or
+    `"br_ev"` (`tv` of four lanes, `L = 4`: lanes 0-1 `"br"`, lanes 2-3 `"ev"`, every
+    level's sums one sum over the four; what `evaluation` needs, at the size of one pass).
+    Other modes of `_sweep` (`"regret"`, `"nodes"`) are `"ev"` here."""
     ls = tree.levels
     last = len(ls) - 2
     nd = tv.ndim
+    br = mode in ("br", "br_ev")
+    player = jnp.arange(2, dtype=tree.owner.dtype)
     vals = [tv[tree.term_pos[ls[last]:ls[last + 1]]]]
     for d in range(last - 1, -1, -1):
         lo, hi, chi = ls[d], ls[d + 1], ls[d + 2]
         start = tree.child_start[lo:hi + 1] - hi
         seg = tree.parent[hi:chi] - lo
         child = vals[-1]
-        if not best_response:
-            w = lift(sigma_ext[tree.lane_slot[hi:chi, lanes[0]:lanes[-1] + 1]], nd)
-            total = passes.segment_total(w * child, start, tree.fanout[d], seg, pull=pull)
-        else:
-            player = jnp.arange(2, dtype=tree.owner.dtype)
+        if br:     # [m, 2, 1...]: the child's parent is the lane player's decision
             own = lift(tree.owner[tree.parent[hi:chi]][:, None] == player[None, :], nd)
+        if mode == "br":      # the other player's children add up (weight 1), the own ones are maxed
             total = passes.segment_total(jnp.where(own, 0.0, child), start, tree.fanout[d], seg, pull=pull)
-            best = jax.ops.segment_max(jnp.where(own, child, -jnp.inf), seg, num_segments=hi - lo,
+        else:
+            w = lift(sigma_ext[tree.lane_slot[hi:chi, lanes[0]:lanes[-1] + 1]], nd)
+            if mode == "br_ev":
+                w = jnp.concatenate([jnp.broadcast_to(jnp.where(own, 0.0, 1.0).astype(w.dtype), w.shape), w], axis=1)
+            total = passes.segment_total(w * child, start, tree.fanout[d], seg, pull=pull)
+        if br:
+            best = jax.ops.segment_max(jnp.where(own, child[:, :2], -jnp.inf), seg, num_segments=hi - lo,
                                        indices_are_sorted=True)
             mine = lift(tree.owner[lo:hi][:, None] == player[None, :], nd)
-            total = jnp.where(mine, best, total)
+            total = (jnp.concatenate([jnp.where(mine, best, total[:, :2]), total[:, 2:]], axis=1)
+                     if mode == "br_ev" else jnp.where(mine, best, total))
         if tree.terms[d]:
             total = total + tv[tree.term_pos[lo:hi]]
         vals.append(total)
@@ -195,18 +204,6 @@ def _showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool, diff=Non
     return (diff * lift((stake - half)[:, None], nd) - total * lift(half[:, None], nd)) * inv_z
 
 
-def _backward_modes(tree: _Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str):
-    """`backward` as `mode` asks: best-response values (`"br"`), or for `"br_ev"` the
-    best-response values of both lanes followed by the profile's values of both, `[n, 4,
-    H, *batch]` (`tv`: two lanes, or four, the second pair the profile's), from one
-    forward pass and one set of terminal values (`evaluation`)."""
-    if mode != "br_ev":
-        return backward(tree, sigma_ext, tv, lanes, pull, best_response=mode == "br")
-    br, ev = (tv[:, :2], tv[:, 2:]) if tv.shape[1] == 4 else (tv, tv)
-    return jnp.concatenate([backward(tree, sigma_ext, br, lanes, pull, best_response=True),
-                            backward(tree, sigma_ext, ev, lanes, pull)], axis=1)
-
-
 def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     """One board's forest: values at its roots (chance included), and for `mode ==
     "regret"` the new regrets and average terms of its slots, per lane; for `mode ==
@@ -236,7 +233,9 @@ def _board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     if game.dealt:
         tv = tv * live
     tv = jnp.concatenate([tv, jnp.zeros((1,) + tv.shape[1:], dt)])
-    vals = _backward_modes(tree, sig, tv, lanes, _pull(game, cpu), mode)
+    if mode == "br_ev":
+        tv = jnp.concatenate([tv, tv], axis=1)
+    vals = backward(tree, sig, tv, lanes, _pull(game, cpu), mode)
     out = {"root": vals[:game.num_roots]}
     if mode == "nodes":
         out["reach"], out["values"] = reach, vals
@@ -462,7 +461,7 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
     if mode == "br_ev":
         tvf = jnp.concatenate([tvf, tvf], axis=1)
     tv = jnp.concatenate([tvf, chance, jnp.zeros((1,) + chance.shape[1:], dt)])
-    vals1 = _backward_modes(trunk, sigma_ext, tv, lanes, _pull(game, cpu), mode)
+    vals1 = backward(trunk, sigma_ext, tv, lanes, _pull(game, cpu), mode)
     if mode == "nodes":
         return dict(nodes, trunk_reach=reach1, trunk_values=vals1)
     if not want:
