@@ -140,6 +140,8 @@ def test_batch_over_boards_equals_one_solve_per_board():
     games = jax.vmap(pp.set_ranges, (None, 0, 0), batch_axes(game))(game, w[:, 0], w[:, 1])
     games = pb.set_boards(games, tables)
     assert batched_fields_of(games) == ("weights", "norm", "sd_sorted", "sd_card_sorted", "sd_index")
+    for g in (game, games):   # the folds' card matrix follows the hand list it replaces
+        assert np.array_equal(np.asarray(g.card_matrix), np.asarray(pt.card_matrix(g.hand_cards, g.card_hands.shape[0])))
 
     last = lambda x: jnp.moveaxis(x, 0, -1)   # noqa: E731
     batch_last = dataclasses.replace(games, **{f: last(getattr(games, f)) for f in batched_fields_of(games)})
@@ -259,9 +261,12 @@ def test_compat_sums_as_a_matmul_equal_the_gathered_sums():
         xd = jnp.asarray(x, dtype)
         dot = jax.jit(pt.compat_sums_dot, static_argnums=2)(xd, hc, 9)
         along = jax.jit(pt.compat_sums_dot, static_argnums=(2, 3))(jnp.moveaxis(xd, 0, 1), hc, 9, 1)   # hands on axis 1
+        built = pt.card_matrix(hand_cards, 9, xp=np)                            # as a game holds it
+        assert built.shape == (16, H) and np.array_equal(built, np.asarray(pt.card_matrix(hc, 9)))
+        given = jax.jit(lambda v: pt.compat_sums_dot(v, hc, 9, matrix=jnp.asarray(built)))(xd)
         gathered = jax.jit(pt.compat_sums)(xd, hc, ch)
         assert dot.dtype == dtype
-        for got in (dot, jnp.moveaxis(along, 1, 0), gathered):
+        for got in (dot, jnp.moveaxis(along, 1, 0), given, gathered):
             np.testing.assert_allclose(np.asarray(got), exact, rtol=0, atol=tol * np.abs(exact).max())
 
 
@@ -278,7 +283,7 @@ def test_fold_kernel_equals_the_xla_form(monkeypatch):
     hand_cards = hand_cards[:-3]                                                # and some pairs not hands
     H = len(hand_cards)
     game = types.SimpleNamespace(terminals="sorted", dense_showdown=None, hand_cards=jnp.asarray(hand_cards),
-                                 card_hands=jnp.asarray(pt.card_table(hand_cards, 9)))
+                                 card_hands=jnp.asarray(pt.card_table(hand_cards, 9)), card_matrix=None)
     r = jnp.asarray(rng.random((3, 2, H, 2, 64)), jnp.float32)                # [F, L, H, *batch]
     row = jnp.asarray(rng.normal(size=(3, 2, 1, 1, 1)), jnp.float32)
     inv_z = jnp.asarray(rng.random((1, 1, 1, 2, 64)) + 0.5, jnp.float32)

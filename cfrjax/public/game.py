@@ -199,6 +199,8 @@ class PublicGame:
         (`cfrjax.public.terminals.showdown_tables`).
       dense_showdown: `[B, H, H]` float `compat * sign(s_h - s_h')`, dense_compat: `[H, H]`
         float (`None` unless built).
+      card_matrix: `[R, H]` bfloat16, `cfrjax.public.terminals.card_matrix(hand_cards,
+        C)` (the folds' matmul off the CPU; `None`: built where used).
       leaf_data: a depth-limited game's leaf inputs (`cfrjax.public.depth`), else `None`.
       trunk_dealt: `[N1]` the turn card dealt above each trunk node of a flop spot (52:
         none; hands holding it are dead there); board_group: `[B]` the turn card (group
@@ -280,6 +282,7 @@ class PublicGame:
     norm: Any
     dense_showdown: Any = None
     dense_compat: Any = None
+    card_matrix: Any = None
     trunk_dealt: Any = None
     board_group: Any = None
     trunk_fold_values: Any = None

@@ -219,14 +219,24 @@ def compat_sums(x, hand_cards, card_hands, xp=jnp):
     return xp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + x
 
 
-def card_matrix(hand_cards, num_cards: int = NUM_CARDS):
-    """`[C + 1, H]` in `DENSE_DTYPE`: row `c` is 1 at the hands holding card `c`, the last
-    row all ones (the total), for `compat_sums_dot`."""
-    held = (hand_cards[:, :, None] == jnp.arange(num_cards, dtype=hand_cards.dtype)).any(axis=1)   # [H, C]
-    return jnp.concatenate([held.T, jnp.ones((1, held.shape[0]), bool)]).astype(DENSE_DTYPE)
+#: Rows of a bfloat16 matmul operand come in multiples of this: XLA:GPU pads each
+#: operand to it (`compat_sums_dot`: a copy of the operand every time, unless it already is).
+MATMUL_ROWS = 8
 
 
-def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0, parts=None):
+def card_matrix(hand_cards, num_cards: int = NUM_CARDS, xp=jnp):
+    """`[R, H]` in `DENSE_DTYPE`: row `c < C` is 1 at the hands holding card `c`, row `C`
+    all ones (the total), the rest zeros up to `R`, `C + 1` rounded up to `MATMUL_ROWS`
+    (`compat_sums_dot`'s matrix as XLA would pad it). `PublicGame.card_matrix` holds it
+    (`xp=numpy` at build time), so the iteration does not rebuild it: XLA does not hoist
+    it out of a loop, an output larger than its input."""
+    H = hand_cards.shape[0]
+    held = (hand_cards[:, :, None] == xp.arange(num_cards, dtype=hand_cards.dtype)).any(axis=1)   # [H, C]
+    pad = -(-(num_cards + 1) // MATMUL_ROWS) * MATMUL_ROWS - num_cards - 1
+    return xp.concatenate([held.T, xp.ones((1, H), bool), xp.zeros((pad, H), bool)]).astype(DENSE_DTYPE)
+
+
+def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0, parts=None, matrix=None):
     """`compat_sums` along `axis` (the hands' axis of `x`), with the per-card sums and the
     total as a matmul by `card_matrix` (in float32 of the three bfloat16 parts of
     `bfloat16_parts`: exact products, float32 accumulation; other dtypes at full
@@ -238,8 +248,10 @@ def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0, pa
     `parts`: float32 `x`'s three parts already made, `[3, *x.shape]` bfloat16 (`x` then
     `None`: their sum, exact), as a kernel writes them (`cfrjax.public.turn_kernel`): one
     matmul of their rows as they lie, where XLA otherwise splits `x` and concatenates the
-    parts into its operand every iteration (5.4 us of the full-range turn's on an H200)."""
-    m = card_matrix(hand_cards, num_cards)                                    # [C + 1, H]
+    parts into its operand every iteration (5.4 us of the full-range turn's on an H200).
+
+    `matrix`: `card_matrix(hand_cards, num_cards)` already built (`PublicGame.card_matrix`)."""
+    m = (card_matrix(hand_cards, num_cards) if matrix is None else matrix).astype(DENSE_DTYPE)   # [R, H]
     if parts is not None:
         t = jnp.tensordot(parts, m, axes=([axis + 1], [1]), preferred_element_type=jnp.float32)
         sums = (t[0] + t[1]) + t[2]
@@ -249,7 +261,7 @@ def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0, pa
                    for p in bfloat16_parts(x))
     else:
         sums = jnp.tensordot(x, m.astype(x.dtype), axes=([axis], [1]), precision=jax.lax.Precision.HIGHEST)
-    sums = jnp.moveaxis(sums, -1, axis)                                       # [..., C + 1 at axis, ...]
+    sums = jnp.moveaxis(sums, -1, axis)                                       # [..., R at axis, ...]
     # Card indices are in range, unsigned and clipped (XLA's own gather semantics): no
     # bounds mask or negative-index select, which XLA:GPU recomputed for each card column
     # every iteration (two kernels of 1.1-1.5 us on the full-range turn).
@@ -517,7 +529,7 @@ def fold_compat(game, r, cpu: bool):
     if dense_used(game, cpu):
         return _rows(r, lambda x: dense_apply(game.dense_compat, x))
     if not cpu:
-        return compat_sums_dot(r, game.hand_cards, game.card_hands.shape[0], axis=2)
+        return compat_sums_dot(r, game.hand_cards, game.card_hands.shape[0], axis=2, matrix=game.card_matrix)
     return _rows(r, lambda x: compat_sums(_materialise(x), game.hand_cards, game.card_hands))
 
 

@@ -145,4 +145,5 @@ def set_boards(games, tables: dict):
             raise ValueError(f"board table {k} has shape {x.shape}, expected [B, {', '.join(map(str, want[k]))}] "
                              "(cfrjax.games.poker.boards.board_tables)")
     return dataclasses.replace(games, **leaves, hand_cards=jnp.asarray(HAND_CARDS), card_hands=jnp.asarray(CARD_HANDS),
+                               card_matrix=jnp.asarray(pt.card_matrix(HAND_CARDS, CARD_HANDS.shape[0], xp=np)),
                                dense_showdown=None, dense_compat=None, terminals="sorted")

@@ -489,6 +489,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
 
     leaves = {k: device_array(v, jnp.int32) for k, v in index_arrays.items()}
     leaves.update({k: device_array(v, fdt) for k, v in float_arrays.items()})
+    leaves["card_matrix"] = device_array(pt.card_matrix(hand_cards, card_hands.shape[0], xp=np))
     if dense is not None:
         leaves["dense_showdown"] = device_array(dense[0])
         leaves["dense_compat"] = device_array(dense[1])
