@@ -105,6 +105,7 @@ def test_wheel_ships_specs_and_names_cuda12_extra():
     res = _result()
     for name in SPECS:
         assert f"cfrjax/specs/{name}.toml" in res["names"], (name, [n for n in res["names"] if "specs" in n])
+    assert "cfrjax/public/native_showdown.cc" in res["names"]      # the native CPU showdown's source (built on use)
     headers = [line.strip() for line in res["metadata"].splitlines()]
     assert "Provides-Extra: cuda12" in headers, [h for h in headers if h.startswith(("Provides-Extra", "Requires"))]
     assert any(h.startswith("Requires-Dist: jax[cuda12]") and 'extra == "cuda12"' in h for h in headers)

@@ -24,7 +24,10 @@ Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a t
   `showdown_tables`): gathers, prefix sums, gathers, for all of a board's showdowns
   (and both players, and batch entries) at once. In float32 on an NVIDIA GPU one Pallas
   kernel does it (`cfrjax.public.showdown_kernel`): for a batch of spots with a board
-  each, and for a turn's or flop's river boards, all in one launch.
+  each, and for a turn's or flop's river boards, all in one launch. On a CPU one board's
+  showdowns run as native code where it builds (`cfrjax.public.native`, an XLA FFI
+  custom call: the same table in three loops; the XLA form below otherwise, and for
+  batches with a board per subgame).
 * **Dense** alternative: `D = M_b r` with `M_b[h, h'] = compat * sign(s_h - s_h')` per
   board (one matmul for all of a board's showdowns; the boards `vmap`ped into one
   batched matmul on accelerators) and `C = compat r` (one matmul). O(H^2) per terminal
@@ -61,7 +64,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.public import fold_kernel, showdown_kernel
+from cfrjax.public import fold_kernel, native, showdown_kernel
 
 NUM_CARDS = 52
 
@@ -557,6 +560,8 @@ def showdown_diff(game, board: dict, r, cpu: bool):
         return _showdown_kernel(board, r)
     if not cpu and not _subgames(board) and showdown_kernel.used(r):
         return _showdown_kernel_one_board(board, r)
+    if cpu and not _subgames(board) and native.available():
+        return _rows(r, lambda x: native.showdown(x, board["sd_sorted"], board["sd_card_sorted"], board["sd_index"]))
     # On CPU the reach is written out first: fused into the gathers below, it would be
     # recomputed (the forward pass's path products) for every gathered row.
     return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu))
