@@ -63,7 +63,13 @@ def child(job: dict) -> dict:
     game = cfrjax.load_game(job["game"])
     build_s = time.perf_counter() - t0
     state0 = cfrjax.init(game, rule=job["rule"], order="alternating", dtype="float32")
-    rec = dict(jax=jax.__version__, cfrjax_file=cfrjax.__file__, build_s=build_s, form=cfrjax.form_name(game))
+    try:     # the native CPU terminals (code from before them has none)
+        from cfrjax.public import native
+        native_on = native.available()
+    except ImportError:
+        native_on = None
+    rec = dict(jax=jax.__version__, cfrjax_file=cfrjax.__file__, build_s=build_s, form=cfrjax.form_name(game),
+               native_showdown=native_on)
     if job["mode"] == "speed":
         M = job["M"]
         t0 = time.perf_counter()

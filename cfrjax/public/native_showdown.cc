@@ -1,11 +1,12 @@
 // The sorted showdown of one board on the CPU, as an XLA FFI handler (cfrjax/public/native.py).
 //
-// The same table and formula as cfrjax/public/terminals.py (its module docstring): with P the
-// exclusive prefix sums of the reach in ascending strength order and P_c those of each card's
-// hands, the table holds G = P - P[H] / 2 (H + 1 rows) and, per card, -D_c = P_c[M] / 2 - P_c
-// (M + 1 rows); a hand's value Wk - St is the sum of its six table rows (`index`). XLA:CPU runs
-// that as gathers, parallel prefix scans and materialising scatters, a few dozen kernels over
-// memory per call; here it is three loops over rows of Q contiguous numbers, the table (a few
+// The same formula as cfrjax/public/terminals.py (its module docstring), from the same tables:
+// with P the exclusive prefix sums of the reach in ascending strength order and P_c those of
+// each card's hands, a hand's value Wk - St is G[lt] + G[le] - D_c1[lt1] - D_c1[le1] -
+// D_c2[lt2] - D_c2[le2] (G = P - P[H] / 2, D_c = P_c - P_c[M] / 2; the six rows `index`
+// names). XLA:CPU runs that as gathers, parallel prefix scans and materialising scatters, a
+// few dozen kernels over memory per call; here it is two loops over rows of Q contiguous
+// numbers (the prefix sums, then six rows and two card totals per hand), the table (a few
 // hundred kilobytes on a full-range turn) staying in the cache.
 //
 // Operands: x [*lead, H, Q] (hand-major reach, float32 or float64), sorted [*lead, H],
@@ -31,12 +32,10 @@ void OneBoard(const T* x, const int32_t* sorted, const int32_t* cards, const int
               int64_t H, int64_t Q_, int64_t C, int64_t M, std::vector<T>& table) {
   const int64_t Q = W > 0 ? W : Q_;
   const int64_t rows = H + 1 + C * (M + 1);
-  table.resize(static_cast<size_t>((rows + 1) * Q));
+  table.resize(static_cast<size_t>(rows * Q));
   T* g = table.data();
-  T* half = g + rows * Q;        // a scratch row after the table
-  // Prefix sums of rows `order[0..n)` of x (an entry `H` adds nothing) into `base[0..n]`,
-  // then each entry replaced by `sign * (entry - half the total)`.
-  auto prefix = [&](T* base, const int32_t* order, int64_t n, T sign) {
+  // Plain prefix sums of rows `order[0..n)` of x (an entry `H` adds nothing) into `base[0..n]`.
+  auto prefix = [&](T* base, const int32_t* order, int64_t n) {
     for (int64_t q = 0; q < Q; ++q) base[q] = T(0);
     for (int64_t i = 0; i < n; ++i) {
       const T* prev = base + i * Q;
@@ -48,17 +47,18 @@ void OneBoard(const T* x, const int32_t* sorted, const int32_t* cards, const int
         for (int64_t q = 0; q < Q; ++q) row[q] = prev[q];
       }
     }
-    for (int64_t q = 0; q < Q; ++q) half[q] = T(0.5) * base[n * Q + q];
-    for (int64_t i = 0; i <= n; ++i) {
-      T* row = base + i * Q;
-      for (int64_t q = 0; q < Q; ++q) row[q] = sign * (row[q] - half[q]);
-    }
   };
-  prefix(g, sorted, H, T(1));                                                   // G = P - P[H] / 2
-  for (int64_t c = 0; c < C; ++c) prefix(g + (H + 1 + c * (M + 1)) * Q, cards + c * M, M, T(-1));   // -D_c
-  // Six rows per hand, summed in index order.
+  prefix(g, sorted, H);                                                         // P
+  for (int64_t c = 0; c < C; ++c) prefix(g + (H + 1 + c * (M + 1)) * Q, cards + c * M, M);   // P_c
+  // The table holds P and P_c, not G and -D_c: with each list's total (P[H], P_c[M]) the
+  // six terms are G[lt] + G[le] = P[lt] + P[le] - P[H] and, per card,
+  // -D_c[lt] - D_c[le] = P_c[M] - P_c[lt] - P_c[le] (no pass over the table to centre it).
+  const T* all = g + H * Q;
   for (int64_t h = 0; h < H; ++h) {
     const int32_t* e = index + h * 6;
+    const int64_t c1 = (e[2] - (H + 1)) / (M + 1), c2 = (e[4] - (H + 1)) / (M + 1);
+    const T* t1 = g + (H + 1 + c1 * (M + 1) + M) * Q;
+    const T* t2 = g + (H + 1 + c2 * (M + 1) + M) * Q;
     const T* r0 = g + static_cast<int64_t>(e[0]) * Q;
     const T* r1 = g + static_cast<int64_t>(e[1]) * Q;
     const T* r2 = g + static_cast<int64_t>(e[2]) * Q;
@@ -66,7 +66,9 @@ void OneBoard(const T* x, const int32_t* sorted, const int32_t* cards, const int
     const T* r4 = g + static_cast<int64_t>(e[4]) * Q;
     const T* r5 = g + static_cast<int64_t>(e[5]) * Q;
     T* o = out + h * Q;
-    for (int64_t q = 0; q < Q; ++q) o[q] = ((((r0[q] + r1[q]) + r2[q]) + r3[q]) + r4[q]) + r5[q];
+    for (int64_t q = 0; q < Q; ++q) {
+      o[q] = ((r0[q] + r1[q]) - all[q]) + ((t1[q] - r2[q]) - r3[q]) + ((t2[q] - r4[q]) - r5[q]);
+    }
   }
 }
 
