@@ -128,7 +128,10 @@ def showdown(x, sorted_t, cards_t, index_t):
     """`Wk - St` of one board's showdowns (`cfrjax.public.terminals`, module docstring):
     hand-major reach `x [H, Q]` (float32 or float64) and the board's tables `sd_sorted
     [H]`, `sd_card_sorted [C, M]`, `sd_index [H, 6]` -> `[H, Q]`. Under `vmap` every
-    operand gains the mapped axes in front (unmapped ones as 1, broadcast in the call)."""
+    operand gains the mapped axes in front (unmapped ones as 1, broadcast in the call).
+
+    The tables are read as `showdown_tables` builds them (every index in range); they are
+    not checked in the call (checking them cost 0.016 ms of a 0.13 ms river iteration)."""
     if not available():
         raise RuntimeError(f"the native showdown is not available: {why_unavailable()}")
     target = _TARGETS.get(jnp.dtype(x.dtype).name)
