@@ -138,3 +138,27 @@ def test_public_solve_with_and_without_it(monkeypatch, rule):
         np.testing.assert_allclose(a[in_range], b[in_range], rtol=1e-9, atol=1e-12)
     assert not all(np.array_equal(a[in_range], b[in_range]) for a, b in zip(runs[True][0], runs[False][0]))   # two forms ran
     np.testing.assert_allclose(np.asarray(runs[True][1]), np.asarray(runs[False][1]), rtol=1e-9, atol=1e-12)
+
+
+def test_a_board_per_subgame_in_one_call(monkeypatch):
+    """A batch whose subgames each have a board (tables batch-last, as
+    `cfrjax.games.poker.boards.set_boards` leaves them) runs one native call for all of
+    them: each subgame's pairwise sums, and the XLA form's values, to rounding."""
+    if not native.available():
+        pytest.skip(native.why_unavailable())
+    spots = [_spot(s, combos=120, hands_seed=5) for s in (11, 12, 13)]
+    hand_cards = spots[0][0]
+    board = {k: jnp.stack([s[2][k] for s in spots], axis=-1) for k in TABLES}            # [..., nb]
+    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
+    r = jnp.asarray(np.random.default_rng(6).random((2, 1, len(hand_cards), 3)))          # [K, L, H, nb]
+    diff = lambda: lambda b, v: pt.showdown_diff(game, b, v, True)                          # noqa: E731 (traced anew)
+    text = _traced_targets(diff(), board, r)
+    assert text.count("CfrjaxShowdownF64") == 1
+    got = np.asarray(jax.jit(diff())(board, r))
+    monkeypatch.setattr(native, "ENABLED", False)
+    xla = np.asarray(jax.jit(diff())(board, r))
+    tol = 1e-12 * float(np.asarray(r).sum(axis=2).max())
+    for i, (hc, strength, _) in enumerate(spots):
+        want = np.stack([_pairwise(hc, strength, np.asarray(r)[k, 0, :, i]) for k in range(2)])
+        np.testing.assert_allclose(got[:, 0, :, i], want, rtol=0, atol=tol)
+    np.testing.assert_allclose(got, xla, rtol=0, atol=tol)

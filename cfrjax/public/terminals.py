@@ -26,8 +26,8 @@ Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a t
   kernel does it (`cfrjax.public.showdown_kernel`): for a batch of spots with a board
   each, and for a turn's or flop's river boards, all in one launch. On a CPU one board's
   showdowns run as native code where it builds (`cfrjax.public.native`, an XLA FFI
-  custom call: the same table in three loops; the XLA form below otherwise, and for
-  batches with a board per subgame).
+  custom call: the same table in two loops; a batch with a board per subgame in one
+  call; the XLA form below otherwise).
 * **Dense** alternative: `D = M_b r` with `M_b[h, h'] = compat * sign(s_h - s_h')` per
   board (one matmul for all of a board's showdowns; the boards `vmap`ped into one
   batched matmul on accelerators) and `C = compat r` (one matmul). O(H^2) per terminal
@@ -424,6 +424,21 @@ def _showdown_kernel_one_board(board: dict, r):
     return jnp.moveaxis(out.reshape(x.shape), -1, 2)
 
 
+def _showdown_native_per_subgame(board: dict, r):
+    """`r [K, L, H, *batch]` with a board per subgame (tables batch-last, `sd_sorted [H,
+    *batch]`, ...) -> `Wk - St`, same shape, by the native showdown
+    (`cfrjax.public.native`): each subgame's rows hand-major and its tables in front
+    (`[nb, H, K L]`, `[nb, H]`, ...), one call for all of them."""
+    K, L, H = r.shape[:3]
+    nb = _subgames(board)
+    C, M = board["sd_card_sorted"].shape[:2]
+    x = jnp.transpose(r.reshape(K, L, H, nb), (3, 2, 0, 1)).reshape(nb, H, K * L)
+    first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)          # noqa: E731
+    out = native.showdown(x, first(board["sd_sorted"], H), first(board["sd_card_sorted"], C, M),
+                          first(board["sd_index"], H, 6))
+    return jnp.transpose(out.reshape(nb, H, K, L), (2, 3, 1, 0)).reshape(r.shape)
+
+
 def _materialise(x):
     """`x`, written to memory by a scatter of its rows: XLA:CPU fuses a gather's producers
     into the gather and recomputes them for every gathered element (here the prefix
@@ -560,8 +575,10 @@ def showdown_diff(game, board: dict, r, cpu: bool):
         return _showdown_kernel(board, r)
     if not cpu and not _subgames(board) and showdown_kernel.used(r):
         return _showdown_kernel_one_board(board, r)
-    if cpu and not _subgames(board) and native.available():
-        return _rows(r, lambda x: native.showdown(x, board["sd_sorted"], board["sd_card_sorted"], board["sd_index"]))
+    if cpu and native.available():
+        if not _subgames(board):
+            return _rows(r, lambda x: native.showdown(x, board["sd_sorted"], board["sd_card_sorted"], board["sd_index"]))
+        return _showdown_native_per_subgame(board, r)
     # On CPU the reach is written out first: fused into the gathers below, it would be
     # recomputed (the forward pass's path products) for every gathered row.
     return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu))
