@@ -26,7 +26,7 @@ import jax
 
 from cfrjax import programs
 
-__all__ = ["ENV", "OFF", "default_dir", "enable_compile_cache"]
+__all__ = ["ENV", "OFF", "cache_home", "default_dir", "enable_compile_cache"]
 
 #: Environment variable naming the cache folder (or `off`).
 ENV = "CFRJAX_COMPILE_CACHE"
@@ -34,10 +34,16 @@ ENV = "CFRJAX_COMPILE_CACHE"
 OFF = "off"
 
 
+def cache_home() -> str:
+    """cfrjax's folder of the user's cache: `$XDG_CACHE_HOME/cfrjax`, or `~/.cache/cfrjax`
+    (compiled programs here, native kernels in `cfrjax.public.native`)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "cfrjax")
+
+
 def default_dir() -> str:
     """`$XDG_CACHE_HOME/cfrjax/xla`, or `~/.cache/cfrjax/xla`."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cfrjax", "xla")
+    return os.path.join(cache_home(), "xla")
 
 
 def enable_compile_cache(path: str | os.PathLike | None = None, keep_programs: bool = True) -> str | None:

@@ -3,13 +3,14 @@
 XLA:CPU runs the sorted showdown (`cfrjax.public.terminals`) as row gathers, parallel
 prefix scans and materialising scatters: a few dozen kernels over memory per call, more
 than half of a full-range river iteration and a third of a turn's on one core. The same
-table and formula as three plain loops over rows of `Q` contiguous numbers
-(`native_showdown.cc`), the table staying in the cache, is one call.
+tables and formula as two plain loops over rows of `Q` contiguous numbers
+(`native_showdown.cc`), the table staying in the cache, is one call; a batch with a board
+per subgame is one call too (`terminals._showdown_native_per_subgame`).
 
 Built on first use: the C++ source shipped with the package is compiled with the system's
 C++ compiler (`$CXX`, else `c++` / `g++`) against the XLA FFI headers of the installed
 jaxlib (`jax.ffi.include_dir()`), into `$XDG_CACHE_HOME/cfrjax/native/<key>/`
-(`~/.cache/cfrjax/native`; the key hashes the source, the jaxlib version, the flags and
+(`~/.cache/cfrjax/native`, `cfrjax.compile_cache.cache_home`; the key hashes the source, the jaxlib version, the flags and
 the machine), a few seconds once per machine. Without a compiler, or where the build
 fails, `available()` is false (the reason in `why_unavailable()`) and the showdown runs in
 XLA as before: the two agree to rounding (tested). `CFRJAX_NATIVE=0` switches it off.
@@ -32,6 +33,8 @@ import tempfile
 import jax
 import jax.numpy as jnp
 
+from cfrjax.compile_cache import cache_home
+
 __all__ = ["ENABLED", "available", "showdown", "why_unavailable"]
 
 #: Use the native showdown on CPU where it builds (the tests switch it off to compare).
@@ -43,19 +46,14 @@ _FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC")
 _state: dict = {}
 
 
-def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "cfrjax", "native")
-
-
 def _library_path() -> str:
-    """Where this source, jaxlib and machine's library lives (`_cache_dir()/<key>/`)."""
+    """Where this source, jaxlib and machine's library lives (`<cache_home()>/native/<key>/`)."""
     import jaxlib
     with open(_SOURCE, "rb") as f:
         src = f.read()
     key = hashlib.sha256(b"\0".join([src, jaxlib.__version__.encode(), " ".join(_FLAGS).encode(),
                                      platform.machine().encode(), platform.system().encode()])).hexdigest()[:16]
-    return os.path.join(_cache_dir(), key, "libcfrjax_native.so")
+    return os.path.join(cache_home(), "native", key, "libcfrjax_native.so")
 
 
 def _compiler() -> str | None:
@@ -127,8 +125,9 @@ def why_unavailable() -> str | None:
 def showdown(x, sorted_t, cards_t, index_t):
     """`Wk - St` of one board's showdowns (`cfrjax.public.terminals`, module docstring):
     hand-major reach `x [H, Q]` (float32 or float64) and the board's tables `sd_sorted
-    [H]`, `sd_card_sorted [C, M]`, `sd_index [H, 6]` -> `[H, Q]`. Under `vmap` every
-    operand gains the mapped axes in front (unmapped ones as 1, broadcast in the call).
+    [H]`, `sd_card_sorted [C, M]`, `sd_index [H, 6]` -> `[H, Q]`; or several boards, every
+    operand with the same leading axes in front (each table's of the reach's size or 1,
+    broadcast). Under `vmap` every operand gains the mapped axes in front that way.
 
     The tables are read as `showdown_tables` builds them (every index in range); they are
     not checked in the call (checking them cost 0.016 ms of a 0.13 ms river iteration)."""
