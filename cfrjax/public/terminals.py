@@ -401,13 +401,10 @@ def _showdown_kernel(board: dict, r):
     the tiled transpose; pinning its batch-last side too wrote the reach out first (8,192
     spots 5.83 -> 6.02 ms per iteration, `bench/results/ab_node_major_kernel_h200.jsonl`)."""
     H, nb = r.shape[2], _subgames(board)
-    C, M = board["sd_card_sorted"].shape[:2]
     Q = r.size // (H * nb)
     x = r.reshape(Q, H, nb)
     x = jax.lax.optimization_barrier(jnp.transpose(x, (2, 0, 1)).reshape(-1)).reshape(nb, Q, H)
-    first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)          # noqa: E731
-    out = showdown_kernel.showdown(x, first(board["sd_sorted"], H),
-                                   first(board["sd_card_sorted"], C, M), first(board["sd_index"], H, 6))
+    out = showdown_kernel.showdown(x, *_tables_first(board, H))
     return jax.lax.optimization_barrier(jnp.transpose(out, (1, 2, 0)).reshape(-1)).reshape(r.shape)
 
 
@@ -424,6 +421,16 @@ def _showdown_kernel_one_board(board: dict, r):
     return jnp.moveaxis(out.reshape(x.shape), -1, 2)
 
 
+def _tables_first(board: dict, H: int) -> tuple:
+    """A board per subgame's tables (batch-last, `sd_sorted [H, *batch]`, ...) with the
+    subgames in front: `(sorted [nb, H], cards [nb, C, M], index [nb, H, 6])`, as the
+    showdown kernels take them (`_showdown_kernel`, `_showdown_native_per_subgame`)."""
+    nb = _subgames(board)
+    C, M = board["sd_card_sorted"].shape[:2]
+    first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)          # noqa: E731
+    return first(board["sd_sorted"], H), first(board["sd_card_sorted"], C, M), first(board["sd_index"], H, 6)
+
+
 def _showdown_native_per_subgame(board: dict, r):
     """`r [K, L, H, *batch]` with a board per subgame (tables batch-last, `sd_sorted [H,
     *batch]`, ...) -> `Wk - St`, same shape, by the native showdown
@@ -431,11 +438,8 @@ def _showdown_native_per_subgame(board: dict, r):
     (`[nb, H, K L]`, `[nb, H]`, ...), one call for all of them."""
     K, L, H = r.shape[:3]
     nb = _subgames(board)
-    C, M = board["sd_card_sorted"].shape[:2]
     x = jnp.transpose(r.reshape(K, L, H, nb), (3, 2, 0, 1)).reshape(nb, H, K * L)
-    first = lambda t, *n: jnp.moveaxis(t.reshape(n + (nb,)), -1, 0)          # noqa: E731
-    out = native.showdown(x, first(board["sd_sorted"], H), first(board["sd_card_sorted"], C, M),
-                          first(board["sd_index"], H, 6))
+    out = native.showdown(x, *_tables_first(board, H))
     return jnp.transpose(out.reshape(nb, H, K, L), (2, 3, 1, 0)).reshape(r.shape)
 
 
