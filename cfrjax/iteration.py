@@ -100,6 +100,17 @@ def _average(cfg, avg, comp, y, b_t, w_new):
     return running_mean_update(avg, y, b_t, w_new), comp
 
 
+def _plain_mean_update(mean, comp, y, b_t, w_t):
+    """`running_mean_update` in `compensated_mean_update`'s signature (the compensation kept)."""
+    return running_mean_update(mean, y, b_t, w_t), comp
+
+
+def _average_update(cfg):
+    """`_average`'s update as a form's `fused_half` applies it: `(mean, comp, y, b_t, w_t)
+    -> (mean, comp)`, compensated in float32, the plain running mean otherwise."""
+    return compensated_mean_update if cfg.dtype == "float32" else _plain_mean_update
+
+
 #: The state's slot arrays; under alternating order the iteration holds each as the pair
 #: of its players' halves (`split_slots`).
 SLOT_FIELDS = ("regret", "avg", "avg_comp", "prediction")
@@ -151,7 +162,7 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     def put(a, new):
         return new if player is None else tuple(new if i == player else x for i, x in enumerate(a))
     fused = getattr(form, "fused_half", None)
-    fused = fused and fused(game, cfg, regret, avg, comp, player, b_t, w_new, compensated_mean_update,
+    fused = fused and fused(game, cfg, regret, avg, comp, player, b_t, w_new, _average_update(cfg),
                             state.locked, state.locked_policy, leaf)
     if fused:   # the form's own kernels (`cfrjax.forms`: `fused_half`)
         new_regret, new_avg, new_comp = fused
