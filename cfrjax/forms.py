@@ -42,9 +42,11 @@ and its form module provides the passes:
   `scratch_elements(game, order) -> dict`: per-iteration buffers for the memory plan;
   optionally `fused_half(game, config, regret, avg, comp, player, b_t, w_new, average,
     locked, locked_policy, leaf) -> (regret, avg, avg_comp) | None`: a (half-)update in
-    the form's own kernels where it has them (the public form's one-board spots on an
-    NVIDIA GPU, `cfrjax.public.spot_kernel`), `None` to run `regret_pass` and the
-    generic updates (`cfrjax.iteration`).
+    the form's own kernels where it has them (the public form's one-board and turn spots
+    on an NVIDIA GPU, `cfrjax.public.spot_kernel` and `turn_kernel`; a one-board spot's
+    update in one piece on CPU, `cfrjax.public.passes._spot_half`), `None` to run
+    `regret_pass` and the generic updates (`cfrjax.iteration`). `average` is
+    `cfrjax.iteration._average_update`'s: compensated in float32, plain in float64.
 
 Dispatch is on the game's type (`form_of`); a form is registered once, here.
 """
