@@ -90,16 +90,6 @@ def compensated_mean_update(mean, comp, y, b_t, w_t):
     return total, err
 
 
-def _average(cfg, avg, comp, y, b_t, w_new):
-    """The average update of one (half-)iteration: `(avg, avg_comp)` new (compensated in
-    float32 only, the compensation kept in its own dtype, `state.compensation_dtype`;
-    float64 keeps the plain update, so its results are unchanged)."""
-    if cfg.dtype == "float32":
-        mean, low = compensated_mean_update(avg, comp.astype(avg.dtype), y, b_t, w_new)
-        return mean, low.astype(comp.dtype)
-    return running_mean_update(avg, y, b_t, w_new), comp
-
-
 def _plain_mean_update(mean, comp, y, b_t, w_t):
     """`running_mean_update` in `compensated_mean_update`'s signature (the compensation kept)."""
     return running_mean_update(mean, y, b_t, w_t), comp
@@ -109,6 +99,14 @@ def _average_update(cfg):
     """`_average`'s update as a form's `fused_half` applies it: `(mean, comp, y, b_t, w_t)
     -> (mean, comp)`, compensated in float32, the plain running mean otherwise."""
     return compensated_mean_update if cfg.dtype == "float32" else _plain_mean_update
+
+
+def _average(cfg, avg, comp, y, b_t, w_new):
+    """The average update of one (half-)iteration: `(avg, avg_comp)` new (compensated in
+    float32 only, the compensation kept in its own dtype, `state.compensation_dtype`;
+    float64 keeps the plain update, so its results are unchanged)."""
+    mean, low = _average_update(cfg)(avg, comp.astype(avg.dtype), y, b_t, w_new)
+    return mean, low.astype(comp.dtype)
 
 
 #: The state's slot arrays; under alternating order the iteration holds each as the pair

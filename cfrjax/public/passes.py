@@ -512,23 +512,7 @@ def _spot_half_applies(game: PublicGame, config, regret, locked, leaf) -> bool:
     first = regret[0] if isinstance(regret, tuple) else regret
     return (CPU_SPOT_HALF and config is not None and config.rule in SPOT_HALF_RULES and locked is None
             and leaf is None and game.leaf_fn is None and game.num_boards == 1 and not len(game.trunk_levels)
-            and game.forest_plan is not None and first.ndim == 2 and game.weights.ndim == 2)
-
-
-def _plan_runs(plan, player: int, base: int, size: int) -> tuple:
-    """Player `player`'s decision nodes of a stage's `plan` (`spot_kernel.Plan`: its
-    `sets`, first slots from `base`) as static runs of equal action counts over its
-    `size` slots (`cfrjax.passes.slot_runs`' form, first slots counted from `base`)."""
-    runs = []
-    for first, actions in sorted((f - base, a) for p, f, a in plan.sets if p == player):
-        if runs and runs[-1][2] == actions and runs[-1][0] + runs[-1][1] * actions == first:
-            runs[-1] = (runs[-1][0], runs[-1][1] + 1, actions)
-        else:
-            runs.append((first, 1, actions))
-    end = runs[-1][0] + runs[-1][1] * runs[-1][2] if runs else 0
-    if (runs and runs[0][0] != 0) or end != size:
-        raise ValueError(f"player {player}'s decision nodes do not cover its {size} slots of the stage")
-    return tuple(runs)
+            and bool(game.slot_runs) and first.ndim == 2 and game.weights.ndim == 2)
 
 
 def _spot_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, average):
@@ -551,28 +535,24 @@ def _spot_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
     y, b_t, w_t) -> (mean, comp)` (`cfrjax.iteration._average_update`: compensated in
     float32, the plain running mean in float64)."""
     lanes = _lanes(player)
-    s_of, split = game.forest_slots, game.slot_split
+    split = game.slot_split
     halves = isinstance(regret, tuple)
     dt = (regret[0] if halves else regret).dtype
-    if not halves:
-        regret, avg, comp = ((a[:split], a[split:]) for a in (regret, avg, comp))
+    rows = regret if halves else (regret[:split], regret[split:])
     xs = {k: v[0] for k, v in board_tables(game, True).items()}
-    for q in (0, 1):
-        uniform = game.slot_uniform[(0, split)[q]:(0, split)[q] + s_of[q]].astype(dt)
-        runs = _plan_runs(game.forest_plan, q, (0, s_of[0])[q], s_of[q])
-        pos = jnp.maximum(regret[q], 0.0)
-        xs[f"sig{q}"] = passes._matched_runs(runs, pos, uniform) if runs else pos
+    for q, (lo, hi) in enumerate(((0, split), (split, game.num_slots))):
+        runs = passes._runs_within(game.slot_runs, lo, hi)
+        xs[f"sig{q}"] = passes._matched_runs(runs, jnp.maximum(rows[q], 0.0), game.slot_uniform[lo:hi].astype(dt))
     for p in lanes:
-        xs[f"regret{p}"] = regret[p]
+        xs[f"regret{p}"] = rows[p]
     out = _board(game, xs, game.weights.astype(dt)[None], xs["sig0"], lanes, "regret", True)
-    regret, avg, comp = list(regret), list(avg), list(comp)
-    for p in lanes:
-        regret[p] = rules.after_update(config, out[f"regret{p}"])
-        mean, low = average(avg[p], comp[p].astype(dt), out[f"y{p}"], b_t, w_new)
-        avg[p], comp[p] = mean, low.astype(comp[p].dtype)
-    if not halves:
-        return tuple(jnp.concatenate(a) for a in (regret, avg, comp))
-    return regret[player], avg[player], comp[player]
+    new = [rules.after_update(config, out[f"regret{p}"]) for p in lanes]
+    y = [out[f"y{p}"] for p in lanes]
+    if halves:
+        mean, low = average(avg[player], comp[player].astype(dt), y[0], b_t, w_new)
+        return new[0], mean, low.astype(comp[player].dtype)
+    mean, low = average(avg, comp.astype(dt), jnp.concatenate(y), b_t, w_new)
+    return jnp.concatenate(new), mean, low.astype(comp.dtype)
 
 
 def fused_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, average, locked=None,
