@@ -34,9 +34,9 @@ class SolverState:
         `pi_i(I) sigma_t(I, a)`; normalized per information set it is the average policy.
       avg_comp: `[S]` the low-order part of that mean in a float32 solve (compensated
         summation, `cfrjax.iteration.compensated_mean_update`: the mean is `avg + avg_comp`
-        to 8 more bits than float32 holds, and `avg` is it rounded to float32), stored in
-        bfloat16 (`compensation_dtype`: half the bytes of a float32 buffer); zeros in a
-        float64 solve, which updates `avg` alone.
+        to 8 or more bits than float32 holds, and `avg` is it rounded to float32), stored in
+        bfloat16 on an accelerator (half the bytes of a float32 buffer) and in float32 on
+        CPU (`compensation_dtype`); zeros in a float64 solve, which updates `avg` alone.
       avg_weight: `[]` total averaging weight `W_t` so far.
       iteration: `[]` int32, completed iterations.
       prediction: `[S]` prediction buffer of the predictive rules (`pcfr+`, `pdcfr+`):
@@ -86,20 +86,26 @@ def resolve_dtype(dtype) -> str:
     return name
 
 
-def compensation_dtype(dtype: str):
-    """The dtype of `SolverState.avg_comp` in a solve of `dtype`: bfloat16 for float32.
+def compensation_dtype(dtype: str, platform: str | None = None):
+    """The dtype of `SolverState.avg_comp` in a solve of `dtype` on `platform` (default:
+    JAX's default backend): for float32, bfloat16 on an accelerator and float32 on CPU.
 
     The compensation is below half a float32 spacing of the mean, so its own leading 8
     bits carry the mean 8 bits past float32, and more add nothing measurable: Kuhn PCFR+
     alternating, quadratic averaging, 1,000 iterations, 2.485e-8 with a float32 or a
     bfloat16 compensation (6.6e-7 without); every Kuhn and Leduc cell of the paper's T9
-    within 2e-5 relative (`bench/results/precision_t9_comp_bf16.jsonl`). Bytes are what
-    it costs: every half-iteration reads and writes the updating player's compensation
-    (8,192 river spots on an H200, DCFR alternating: 4.98 -> 4.86 and 5.05 -> 4.94 ms/iter
-    on two machines, `bench/results/ab_comp_bf16_h200.jsonl`; one river spot on the
-    2-core CPU 0.320 -> 0.330, `ab_comp_bf16_cpu.jsonl`). Float64 (and any other dtype)
-    keeps its own: zeros, never updated."""
-    return jnp.dtype(jnp.bfloat16 if jnp.dtype(dtype) == jnp.float32 else dtype)
+    within 2e-5 relative (`bench/results/precision_t9_comp_bf16.jsonl`). On a GPU bytes
+    are what it costs: every half-iteration reads and writes the updating player's
+    compensation (8,192 river spots on an H200, DCFR alternating: 4.98 -> 4.86 and 5.05
+    -> 4.94 ms/iter on two machines, `bench/results/ab_comp_bf16_h200.jsonl`). A CPU
+    without bfloat16 arithmetic converts it in software, which costs more than the bytes
+    save: Battleship, CFR+ simultaneous, on the 2-core CPU, against no compensation
+    (`bench/results/comp_dtype_cpu.jsonl`): 1.17x with bfloat16, 1.09x with float32 (one
+    river spot 0.320 -> 0.330 ms/iter with bfloat16, `ab_comp_bf16_cpu.jsonl`). Float64
+    (and any other dtype) keeps its own: zeros, never updated."""
+    if jnp.dtype(dtype) != jnp.float32:
+        return jnp.dtype(dtype)
+    return jnp.dtype(jnp.float32 if (platform or jax.default_backend()) == "cpu" else jnp.bfloat16)
 
 
 @functools.partial(xla_options.jit, static_argnums=(0, 1, 2))

@@ -15,6 +15,7 @@ import tempfile
 import time
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -128,7 +129,7 @@ def test_resume_from_halfway_is_bitwise_identical(kuhn, kwargs, tmp_path):
     assert os.listdir(tmp_path) == ["run.ckpt"]  # no temporary file left behind
     loaded = cfrjax.load_checkpoint(path, kuhn, config=state.config)
     assert_bitwise_equal(loaded, half)
-    # a float32 solve's compensation is bfloat16, stored widened (npz has no bfloat16) and read back as such
+    # a float32 solve's compensation (float32 on CPU, bfloat16 on a GPU) read back in this platform's dtype
     assert loaded.avg_comp.dtype == half.avg_comp.dtype == compensation_dtype(state.config.dtype)
     assert_bitwise_equal(cfrjax.solve(kuhn, loaded, 40), full)
     info = cfrjax.checkpoint_info(path)
@@ -354,3 +355,14 @@ def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch):
         assert cli.main(args) == 2, args
         lines = capsys.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("cfrjax: error:") and needle in lines[0], (args, lines)
+
+
+def test_bfloat16_compensation_from_a_gpu_loads_widened_on_cpu(kuhn, tmp_path):
+    state = cfrjax.solve(kuhn, cfrjax.init(kuhn, rule="cfr+", dtype="float32"), 30)
+    gpu_like = dataclasses.replace(state, avg_comp=state.avg_comp.astype(compensation_dtype("float32", "gpu")))
+    assert gpu_like.avg_comp.dtype == jnp.bfloat16 and np.any(np.asarray(gpu_like.avg_comp) != 0)
+    path = tmp_path / "gpu.ckpt"
+    cfrjax.save_checkpoint(path, kuhn, gpu_like)   # stored widened: npz has no bfloat16
+    loaded = cfrjax.load_checkpoint(path, kuhn, config=state.config)
+    assert loaded.avg_comp.dtype == compensation_dtype("float32") == jnp.float32
+    assert np.array_equal(np.asarray(loaded.avg_comp), np.asarray(gpu_like.avg_comp, np.float32))
