@@ -53,12 +53,8 @@ import jax.numpy as jnp
 
 from cfrjax import passes, rules
 from cfrjax.forms import form_of
+from cfrjax.rules import mean_coefficient
 from cfrjax.state import SolverState
-
-
-def mean_coefficient(b_t, w_t):
-    """`b_t / W_t`, the weight of `y_t` in the running mean; 0 when `W_t = 0` (no weight yet)."""
-    return jnp.where(w_t > 0, b_t / jnp.where(w_t > 0, w_t, 1), 0.0)
 
 
 def running_mean_update(mean, y, b_t, w_t):
@@ -161,7 +157,7 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
         return new if player is None else tuple(new if i == player else x for i, x in enumerate(a))
     fused = getattr(form, "fused_half", None)
     fused = fused and fused(game, cfg, regret, avg, comp, player, b_t, w_new, _average_update(cfg),
-                            state.locked, state.locked_policy, leaf)
+                            state.locked, state.locked_policy, leaf, t=t)
     if fused:   # the form's own kernels (`cfrjax.forms`: `fused_half`)
         new_regret, new_avg, new_comp = fused
         return put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), pred, leaf, None

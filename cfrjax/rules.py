@@ -218,16 +218,28 @@ def discount(config: Config, regret, t_prev):
     return regret
 
 
+def update_discount_factors(config: Config, t):
+    """`(pos, neg)`: the per-sign factors of `update_discount` at iteration `t`, or `None`
+    for the rules without one."""
+    if config.rule in DISCOUNT_AT_UPDATE:
+        n = jnp.maximum(t - 2.0, 0.0)  # postflop-solver's 0-based iteration index s = t - 1, discounted by s - 1
+        return _d(n, config.alpha, _limit_at_zero(config.alpha)), _d(n, config.beta, _limit_at_zero(config.beta))
+    return None
+
+
 def update_discount(config: Config, regret, t):
     """The discount of the rules in `DISCOUNT_AT_UPDATE`, on the updating player's
     cumulative regrets once its strategy of iteration `t` (1-based, float) is matched and
     before this iteration's regrets are added; the identity for every other rule."""
-    if config.rule in DISCOUNT_AT_UPDATE:
-        n = jnp.maximum(t - 2.0, 0.0)  # postflop-solver's 0-based iteration index s = t - 1, discounted by s - 1
-        pos = _d(n, config.alpha, _limit_at_zero(config.alpha))
-        neg = _d(n, config.beta, _limit_at_zero(config.beta))
-        return regret * jnp.where(regret > 0, pos, neg)
+    factors = update_discount_factors(config, t)
+    if factors is not None:
+        return regret * jnp.where(regret > 0, *factors)
     return regret
+
+
+def mean_coefficient(b_t, w_t):
+    """`b_t / W_t`, the weight of `y_t` in the running mean; 0 when `W_t = 0` (no weight yet)."""
+    return jnp.where(w_t > 0, b_t / jnp.where(w_t > 0, w_t, 1), 0.0)
 
 
 def strategy_regret(config: Config, regret, prediction):

@@ -22,8 +22,12 @@ CONFIGS = [(rule, order, "float32") for rule in public_passes.SPOT_HALF_RULES
 
 @pytest.fixture(autouse=True)
 def _restore():
+    """The native update (`_native_half`, tests/test_native_half.py) off: this is the path
+    where native code cannot be built."""
+    public_passes.NATIVE_HALF = False
     yield
     public_passes.CPU_SPOT_HALF = True
+    public_passes.NATIVE_HALF = True
 
 
 @pytest.fixture(scope="module")

@@ -54,7 +54,7 @@ import numpy as np
 
 from cfrjax import passes, rules
 from cfrjax.passes import lift
-from cfrjax.public import spot_kernel, terminals, turn_kernel
+from cfrjax.public import native, spot_kernel, terminals, turn_kernel
 from cfrjax.public.game import PublicGame
 
 __all__ = ["backward", "best_response_values", "evaluation", "expected_value", "expected_values", "forward", "hand_values",
@@ -328,6 +328,39 @@ def _root_sum(game: PublicGame, r):
     return jnp.sum(r, axis=0)
 
 
+#: Run the boards' forests of a CPU regret pass as native code (`_native_applies`,
+#: `cfrjax.public.native.forest`); False: `_board` in XLA.
+NATIVE_FOREST = True
+
+
+def _native_applies(game: PublicGame, cpu: bool, batch: tuple) -> bool:
+    """Whether a regret pass's forests run natively: on CPU where the library builds, an
+    unraked game with sorted terminals, no batch axes (under `vmap` the call loops)."""
+    return (NATIVE_FOREST and cpu and not batch and not game.raked and not terminals.dense_used(game, cpu)
+            and native.available())
+
+
+def _native_boards(game: PublicGame, sig, regret, roffs: dict, root, lanes, trunk=(0, 0)):
+    """Every board's forest by `native.forest`: `(root values [B, R, L, H], regret, y)`, the
+    lanes' rows as `_boards` returns them. `sig`: `((array, first row), ...)` of player 0's
+    and 1's forest strategy rows; `roffs[p]`: the first forest row of lane p in `regret`;
+    `root`: the forest roots' reach, `[R, 2, H]` or per turn card `[G, R, 2, H]`."""
+    B = game.num_boards
+    dt = root.dtype
+    R = game.num_roots
+    ints = dict(sorted=game.sd_sorted, cards=game.sd_card_sorted, index=game.sd_index, hand_cards=game.hand_cards,
+                card_hands=game.card_hands, parent=game.forest_parent,
+                lane_slot=game.forest_lane_slot, fold_node=game.forest_fold_node,
+                showdown_node=game.forest_showdown_node, slot_node=game.forest_slot_node,
+                slot_child=game.forest_slot_child,
+                root_group=game.board_group if game.board_groups else np.zeros(B, np.int32))
+    (s0a, o0), (s1a, o1) = sig
+    return native.forest(s0a, s1a, regret, root.reshape((-1,) + root.shape[-2:]), game.board_live,
+                         game.forest_fold_payoff, game.forest_showdown_stake, game.norm, ints, lanes=lanes,
+                         offsets={"sig0": o0, "sig1": o1, **roffs}, slots=game.forest_slots, trunk=trunk,
+                         boards=B, roots=R, dealt=game.dealt)
+
+
 def _boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool, roots=None):
     """Run `f` (`_board`) on every board (`_map_boards`): `(sum of root values (`_root_sum`),
     regret, y)` with the forests' rows of `regret` / `y` (`[hi - lo, H, *batch]`, `None`
@@ -449,6 +482,12 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
         chance, new, y = _root_sum(game, forest["root"]), None, None
         nodes = dict(forest_reach=forest["reach"], forest_values=forest["values"],
                      trunk_reach=jnp.zeros((0, 2, H) + batch, dt), trunk_values=jnp.zeros((0, 2, H) + batch, dt))
+    elif want and _native_applies(game, cpu, batch):
+        (t0, t1) = game.trunk_slots
+        roffs = {p: base[p] + (t0 if p == 0 else t1) for p in lanes}
+        r, new, y = _native_boards(game, ((sigma_ext, t0), (sigma_ext, split + t1)), regret, roffs, forest_root,
+                                   lanes, trunk=(t0, t1))
+        chance = _root_sum(game, r)
     else:
         chance, new, y = _boards(game, board, sigma_ext, lanes, regret if want else None, base, cpu, roots)
     if not has_trunk:
@@ -543,20 +582,82 @@ def _spot_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
     for q, (lo, hi) in enumerate(((0, split), (split, game.num_slots))):
         runs = passes._runs_within(game.slot_runs, lo, hi)
         xs[f"sig{q}"] = passes._matched_runs(runs, jnp.maximum(rows[q], 0.0), game.slot_uniform[lo:hi].astype(dt))
-    for p in lanes:
-        xs[f"regret{p}"] = rows[p]
-    out = _board(game, xs, game.weights.astype(dt)[None], xs["sig0"], lanes, "regret", True)
-    new = [rules.after_update(config, out[f"regret{p}"]) for p in lanes]
-    y = [out[f"y{p}"] for p in lanes]
+    root = game.weights.astype(dt)[None]
+    if _native_applies(game, True, ()):
+        whole = regret[player] if halves else regret
+        _, new, y = _native_boards(game, ((xs["sig0"], 0), (xs["sig1"], 0)), whole,
+                                   {p: 0 if halves else (0, split)[p] for p in lanes}, root, lanes)
+    else:
+        for p in lanes:
+            xs[f"regret{p}"] = rows[p]
+        out = _board(game, xs, root, xs["sig0"], lanes, "regret", True)
+        new, y = (jnp.concatenate([out[f"{k}{p}"] for p in lanes]) for k in ("regret", "y"))
+    new = rules.after_update(config, new)
     if halves:
-        mean, low = average(avg[player], comp[player].astype(dt), y[0], b_t, w_new)
-        return new[0], mean, low.astype(comp[player].dtype)
-    mean, low = average(avg, comp.astype(dt), jnp.concatenate(y), b_t, w_new)
-    return jnp.concatenate(new), mean, low.astype(comp.dtype)
+        mean, low = average(avg[player], comp[player].astype(dt), y, b_t, w_new)
+        return new, mean, low.astype(comp[player].dtype)
+    mean, low = average(avg, comp.astype(dt), y, b_t, w_new)
+    return new, mean, low.astype(comp.dtype)
+
+
+#: Run a river or turn spot's (half-)update on CPU as native code (`_native_half`); False:
+#: `_spot_half` or the generic updates.
+NATIVE_HALF = True
+#: Rules `_native_half` runs: no prediction (`dcfr-postflop`'s update discount and
+#: unweighted average are in it).
+NATIVE_HALF_RULES = ("cfr", "cfr+", "lcfr", "dcfr", "dcfr-postflop")
+
+
+def _native_half_applies(game: PublicGame, config, regret, comp, locked, leaf) -> bool:
+    first = regret[0] if isinstance(regret, tuple) else regret
+    return (NATIVE_HALF and config is not None and config.rule in NATIVE_HALF_RULES and locked is None
+            and leaf is None and game.leaf_fn is None and not game.board_groups and game.trunk_dealt is None
+            and first.ndim == 2 and game.weights.ndim == 2 and jnp.ndim(game.norm) == 0
+            and (config.dtype != "float32" or (comp[0] if isinstance(comp, tuple) else comp).dtype == first.dtype)
+            and _native_applies(game, True, ()))
+
+
+def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, t):
+    """One (half-)update of `player`'s slots (None: both) of a river or turn spot on CPU in
+    one native call (`native.half`): `(regret, avg, avg_comp)` new, each whole or
+    `player`'s half as given (`cfrjax.iteration._half`'s arrays: `regret` after this
+    iteration's discount). The arithmetic of regret matching, `regret_pass`, the rule's
+    update hooks and the average update (`cfrjax.iteration._average_update`), per board
+    in the cache instead of in whole-array passes; equal to them to rounding (the tests
+    compare them)."""
+    lanes = _lanes(player)
+    split = game.slot_split
+    halves = isinstance(regret, tuple)
+    dt = (regret[0] if halves else regret).dtype
+    r0, r1 = regret if halves else (regret, regret)
+    own = (lambda a: a[player]) if halves else (lambda a: a)   # noqa: E731
+    factors = rules.update_discount_factors(config, t)
+    one = jnp.ones((), dt)
+    pos, neg = (one, one) if factors is None else factors
+    scalars = jnp.stack([jnp.asarray(x, dt) for x in (rules.mean_coefficient(b_t, w_new), pos, neg)])
+    empty = np.zeros((0,), np.int32)
+    trunk = len(game.trunk_levels) > 0
+    ints = dict(sorted=game.sd_sorted, cards=game.sd_card_sorted, index=game.sd_index, hand_cards=game.hand_cards,
+                card_hands=game.card_hands, parent=game.forest_parent, lane_slot=game.forest_lane_slot,
+                fold_node=game.forest_fold_node, showdown_node=game.forest_showdown_node,
+                slot_node=game.forest_slot_node, slot_child=game.forest_slot_child,
+                trunk_parent=game.trunk_parent if trunk else empty,
+                trunk_lane_slot=game.trunk_lane_slot if trunk else np.zeros((0, 2), np.int32),
+                trunk_fold_node=game.trunk_fold_node if trunk else empty,
+                trunk_slot_node=game.trunk_slot_node, trunk_slot_child=game.trunk_slot_child,
+                root_chance=game.root_chance if trunk else empty)
+    compensated = config.dtype == "float32"
+    new, mean, low = native.half(
+        r0, r1, game.weights, game.board_live, game.forest_fold_payoff, game.forest_showdown_stake,
+        game.trunk_fold_payoff if trunk else np.zeros((0,)), game.norm, own(avg), own(comp), scalars, ints,
+        lanes=lanes, offsets=(0, 0 if halves else split), split=split, slots=game.forest_slots,
+        trunk=game.trunk_slots, dealt=game.dealt, clamp=config.rule in rules.CLAMPED, compensated=compensated,
+        unweighted=config.rule in rules.UNWEIGHTED_AVERAGE)
+    return new, mean, low
 
 
 def fused_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, average, locked=None,
-               locked_policy=None, leaf=None):
+               locked_policy=None, leaf=None, t=None):
     """One (half-)update of `player`'s slots as the form's own kernels on an NVIDIA GPU
     (`cfrjax.public.spot_kernel`: a one-board dense spot; `turn_kernel`: a turn spot,
     when switched on), or on CPU in one piece (`_spot_half`, a one-board spot):
@@ -564,6 +665,8 @@ def fused_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
     they do not apply (the caller runs `regret_pass` and the generic updates,
     `cfrjax.iteration`)."""
     if _on_platform(lambda cpu: cpu and not (spot_kernel.INTERPRET or turn_kernel.INTERPRET)):
+        if t is not None and _native_half_applies(game, config, regret, comp, locked, leaf):
+            return _native_half(game, config, regret, avg, comp, player, b_t, w_new, t)
         if _spot_half_applies(game, config, regret, locked, leaf):
             return _spot_half(game, config, regret, avg, comp, player, b_t, w_new, average)
         return None

@@ -1,0 +1,166 @@
+"""The public form's native CPU iteration (`cfrjax.public.native`: `forest`, `half`).
+
+Each must give the XLA form's numbers to rounding: the boards' forests of a regret pass
+(`passes._board`) and a whole (half-)update (regret matching, `regret_pass`, the rule's
+hooks and the average update in `cfrjax.iteration`), on a river and a turn spot, every
+rule the native update runs, both orders, float64 and float32. The comparisons are one
+step from a random state: over a solve, ties between summation orders (a regret of 1e-17
+against 0 turns a node from uniform to pure) make valid paths part. Where the native
+update does not apply (predictive rules, a raked game, locked strategies, batch axes) the
+XLA form runs.
+"""
+
+import dataclasses
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax import iteration
+from cfrjax.public import native
+from cfrjax.public import passes as pp
+from selection import cases
+
+jax.config.update("jax_enable_x64", True)
+
+SWITCHES = ("NATIVE_HALF", "NATIVE_FOREST", "CPU_SPOT_HALF")
+pytestmark = pytest.mark.skipif(not native.available(), reason=f"native code unavailable: {native.why_unavailable()}")
+
+
+@pytest.fixture(autouse=True)
+def _on_cpu_restored():
+    saved = {k: getattr(pp, k) for k in SWITCHES}
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield
+    for k, v in saved.items():
+        setattr(pp, k, v)
+
+
+@pytest.fixture(scope="module")
+def spots():
+    return {"river": cfrjax.load_game("games/hunl_river.toml", form="public", random_hands=40, seed=7),
+            "turn": cfrjax.load_game("games/hunl_turn.toml", form="public", random_hands=30, seed=3)}
+
+
+def _switch(**flags):
+    for k in SWITCHES:
+        setattr(pp, k, flags.get(k, False))
+
+
+def _random_state(game, rule, order, dtype, seed=0, t=4):
+    """A state at iteration `t` with random regrets (both signs) and a random average."""
+    state = cfrjax.init(game, rule=rule, order=order, dtype=dtype)
+    rng = np.random.default_rng(seed)
+    shape = state.regret.shape
+    dt = state.regret.dtype
+    regret = jnp.asarray(rng.standard_normal(shape) * (rng.random(shape) < 0.8), dt)
+    avg = jnp.asarray(rng.random(shape), dt)
+    return dataclasses.replace(state, regret=regret, avg=avg, iteration=jnp.asarray(t, state.iteration.dtype),
+                               avg_weight=jnp.asarray(3.0, state.avg_weight.dtype))
+
+
+# Every rule and order on the river; on the turn (its trunk and boards, the same rule
+# code) three of them by default, the others slow (tests/selection.py).
+ALL = [(spot, rule, order) for spot in ("river", "turn") for rule in pp.NATIVE_HALF_RULES
+       for order in ("alternating", "simultaneous")]
+FAST = [c for c in ALL if c[0] == "river" or c[1:] in {("dcfr", "alternating"), ("cfr+", "simultaneous"),
+                                                         ("dcfr-postflop", "alternating")}]
+CASES = cases(ALL, FAST, unpack=True)
+
+
+@pytest.mark.parametrize("spot,rule,order", CASES)
+def test_half_equals_the_xla_form_one_step(spots, spot, rule, order):
+    game = spots[spot]
+    out = {}
+    for dtype in ("float64", "float32"):
+        state = _random_state(game, rule, order, dtype)
+        for native_on in (True, False):
+            _switch(NATIVE_HALF=native_on)
+            out[dtype, native_on] = jax.jit(lambda s: iteration.step(game, s))(state)
+    for dtype, tol in (("float64", 1e-12), ("float32", 2e-5)):
+        a, b = out[dtype, True], out[dtype, False]
+        for field in ("regret", "avg"):
+            x, y = np.asarray(getattr(a, field), np.float64), np.asarray(getattr(b, field), np.float64)
+            np.testing.assert_allclose(x, y, rtol=tol, atol=tol, err_msg=f"{dtype} {field}")
+        assert not np.array_equal(np.asarray(a.regret), np.asarray(state.regret))   # a step that moved
+
+
+@pytest.mark.parametrize("spot", ["river", "turn"])
+@pytest.mark.parametrize("player", [None, 0, 1])
+def test_forest_equals_the_xla_boards(spots, spot, player):
+    game = spots[spot]
+    rng = np.random.default_rng(1)
+    S, H = game.num_slots, game.num_hands
+    sigma = jnp.asarray(rng.random((S + 1, H))).at[S].set(1.0)
+    lo, hi = (0, S) if player is None else ((0, game.slot_split) if player == 0 else (game.slot_split, S))
+    regret = jnp.asarray(rng.standard_normal((hi - lo, H)))
+    out = {}
+    for on in (True, False):
+        _switch(NATIVE_FOREST=on)
+        out[on] = jax.jit(lambda s, r: pp.regret_pass(game, s, r, player))(sigma, regret)
+    for a, b in zip(out[True], out[False]):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
+
+
+def _spy(monkeypatch):
+    calls = []
+    real = pp._native_half
+    monkeypatch.setattr(pp, "_native_half", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def test_applies_only_where_it_runs(spots, monkeypatch):
+    _switch(NATIVE_HALF=True, NATIVE_FOREST=True, CPU_SPOT_HALF=True)
+    calls = _spy(monkeypatch)
+    for spot in ("river", "turn"):
+        jax.clear_caches()
+        cfrjax.solve(spots[spot], cfrjax.init(spots[spot], rule="dcfr", order="alternating", dtype="float32"), 2)
+        assert calls, f"a {spot} spot's update ran the XLA form"
+        calls.clear()
+    river = spots["river"]
+    jax.clear_caches()
+    cfrjax.solve(river, cfrjax.init(river, rule="pcfr+", order="alternating", dtype="float32"), 2)
+    assert not calls                                   # predictive: the XLA updates
+    raked = cfrjax.load_game("hunl_river_full_rake")
+    state = cfrjax.init(raked, rule="dcfr", order="alternating", dtype="float32")
+    assert not pp._native_half_applies(raked, state.config, state.regret, state.avg_comp, None, None)   # raked
+    state = cfrjax.init(river, rule="dcfr", order="alternating", dtype="float32")
+    assert pp._native_half_applies(river, state.config, state.regret, state.avg_comp, None, None)
+    assert not pp._native_half_applies(river, state.config, state.regret, state.avg_comp, state.regret > 0, None)
+
+
+def test_under_vmap_equals_a_loop(spots):
+    """`vmap` over subgames with their own ranges: the native call runs once per subgame."""
+    _switch(NATIVE_HALF=True, NATIVE_FOREST=True)
+    game = spots["river"]
+    rng = np.random.default_rng(5)
+    ranges = [rng.random((2, game.num_hands)) for _ in range(3)]
+    games = [pp.set_ranges(game, w[0], w[1]) for w in ranges]
+    state = _random_state(game, "dcfr", "alternating", "float32")
+    batch = jax.tree.map(lambda *xs: jnp.stack(xs), *games)
+    run = jax.vmap(lambda g: iteration.step(g, state).regret)
+    got = np.asarray(run(batch))
+    for k, g in enumerate(games):
+        np.testing.assert_array_equal(got[k], np.asarray(iteration.step(g, state).regret))
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_boards_on_two_threads_equal_one(spots):
+    """A turn's boards split over the process's cores give the numbers of one core, bit for
+    bit (each board is computed alone; the trunk sums them in board order)."""
+    _switch(NATIVE_HALF=True, NATIVE_FOREST=True)
+    game = spots["turn"]
+    state = _random_state(game, "dcfr", "simultaneous", "float32")
+    cores = os.sched_getaffinity(0)
+    step = jax.jit(lambda s: iteration.step(game, s))
+    try:
+        os.sched_setaffinity(0, {min(cores)})
+        one = step(state)
+    finally:
+        os.sched_setaffinity(0, cores)
+    two = step(state)
+    for field in ("regret", "avg", "avg_comp"):
+        np.testing.assert_array_equal(np.asarray(getattr(one, field)), np.asarray(getattr(two, field)))
