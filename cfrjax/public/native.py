@@ -218,17 +218,18 @@ def forest(sig0, sig1, regret, root, live, fold_payoff, showdown_stake, norm, in
                 s0=np.int64(s0), s1=np.int64(s1), t0=np.int64(trunk[0]), t1=np.int64(trunk[1]), dealt=np.int64(bool(dealt)))
 
 
-def half(r0, r1, weights, live, fold_payoff, showdown_stake, trunk_fold_payoff, norm, avg, comp, scalars,
-         ints: dict, *, lanes: tuple, offsets: tuple, split: int, slots: tuple, trunk: tuple, dealt: bool,
-         clamp: bool, compensated: bool, unweighted: bool):
+def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payoff, norm, avg, comp, scalars,
+         ints: dict, *, lanes: tuple, split: int, slots: tuple, trunk: tuple, dealt: bool, clamp: bool,
+         compensated: bool, unweighted: bool):
     """One (half-)update of `lanes`' slots of a river or turn spot in one call
     (`native_forest.cc`, `CfrjaxHalf`): regret matching, the trunk's and every board's
     passes (the boards split over the process's threads), the regret and average updates.
 
     Args:
-      r0, r1: `[*, H]` the regrets (after this iteration's discount) the strategy is matched
-        from: player 0's slot `g` at row `offsets[0] + g` of `r0`, player 1's at
-        `offsets[1] + g - split` of `r1`.
+      own: `[rows, H]` the lanes' regrets (after this iteration's discount): the whole
+        array, or one player's half (player 0's slots `[0, split)`, player 1's from
+        `split`); other: the other player's half when one lane updates (the strategy is
+        matched from both), ignored otherwise.
       weights: `[2, H]`; live: `[B, H]`; fold_payoff `[F]`, showdown_stake `[K]`,
         trunk_fold_payoff `[F1]`, norm `[]` (`Z`).
       avg, comp: `[rows, H]` the lanes' rows of the average and its compensation (`comp`
@@ -241,8 +242,9 @@ def half(r0, r1, weights, live, fold_payoff, showdown_stake, trunk_fold_payoff, 
       slots: `(s0, s1)` per board; trunk: `(t0, t1)`.
 
     Returns:
-      `(regret, avg, comp)` of the lanes' rows, `avg`'s layout (`comp` as given where not
-      compensated).
+      `(regret, avg, comp)` new, shaped as `own` and `avg` (`comp` as given where not
+      compensated). The call updates its operands' buffers in place (each result aliases
+      its operand): inside a solve's loop XLA then keeps one buffer of each.
     """
     if not available():
         raise RuntimeError(f"the native half-update is not available: {why_unavailable()}")
@@ -251,20 +253,21 @@ def half(r0, r1, weights, live, fold_payoff, showdown_stake, trunk_fold_payoff, 
     if target is None:
         raise TypeError(f"native half: dtype must be float32 or float64, got {dt}")
     comp_in = comp if compensated else jnp.zeros((1, 1), dt)
-    out = (jax.ShapeDtypeStruct(avg.shape, dt), jax.ShapeDtypeStruct(avg.shape, dt),
+    other = other if len(lanes) == 1 else jnp.zeros((1, 1), dt)
+    out = (jax.ShapeDtypeStruct(own.shape, dt), jax.ShapeDtypeStruct(avg.shape, dt),
            jax.ShapeDtypeStruct(comp_in.shape, dt))
-    call = jax.ffi.ffi_call(target, out, vmap_method="sequential")
+    call = jax.ffi.ffi_call(target, out, vmap_method="sequential", input_output_aliases={0: 0, 8: 1, 9: 2})
     names = ("sorted", "cards", "index", "hand_cards", "card_hands", "parent", "lane_slot", "fold_node",
              "showdown_node", "slot_node", "slot_child", "trunk_parent", "trunk_lane_slot", "trunk_fold_node",
              "trunk_slot_node", "trunk_slot_child", "root_chance")
-    floats = [jnp.asarray(a, dt) for a in (r0, r1, weights, live, fold_payoff, showdown_stake, trunk_fold_payoff,
+    floats = [jnp.asarray(a, dt) for a in (own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payoff,
                                             norm, avg, comp_in, scalars)]
     i64 = np.int64
     regret, mean, low = call(*floats, *(jnp.asarray(ints[k], jnp.int32) for k in names),
-                             lanes=i64(sum(1 << p for p in lanes)), roff0=i64(offsets[0]), roff1=i64(offsets[1]),
-                             split=i64(split), s0=i64(slots[0]), s1=i64(slots[1]), t0=i64(trunk[0]),
-                             t1=i64(trunk[1]), dealt=i64(bool(dealt)), clamp=i64(bool(clamp)),
-                             compensated=i64(bool(compensated)), unweighted=i64(bool(unweighted)))
+                             lanes=i64(sum(1 << p for p in lanes)), split=i64(split), s0=i64(slots[0]),
+                             s1=i64(slots[1]), t0=i64(trunk[0]), t1=i64(trunk[1]), dealt=i64(bool(dealt)),
+                             clamp=i64(bool(clamp)), compensated=i64(bool(compensated)),
+                             unweighted=i64(bool(unweighted)))
     return regret, mean, (low if compensated else comp)
 
 

@@ -39,26 +39,28 @@ namespace {
 constexpr int kCards = 52;
 // Terminal columns per pass: a column per (terminal, lane), the opponent's reach transposed
 // hand-major `[H + 1][W]` (row H zero: the tables' padding), every inner loop W contiguous
-// numbers. Sums run in registers: a running sum kept in memory makes every step wait on the
+// numbers (one vector). Sums run in registers: a running sum kept in memory makes every step wait on the
 // previous step's store (3-5x slower here).
-constexpr int64_t W = 8;
+// Columns per chunk: 8 (16, one AVX-512 register of float32, measured slower on a turn:
+// 15.5 -> 17.5 ms/iter on one core, 12.4 -> 15 on two).
+constexpr int64_t kChunk = 8;
 
 // W numbers as one vector (GCC/Clang vector extensions: the widest registers the target has),
 // loaded and stored unaligned.
-template <typename T>
+template <typename T, int64_t W>
 struct VecOf {
   typedef T type __attribute__((vector_size(W * sizeof(T))));
 };
-template <typename T>
-using V = typename VecOf<T>::type;
-template <typename T>
-inline V<T> Load(const T* p) {
-  V<T> v;
+template <typename T, int64_t W>
+using V = typename VecOf<T, W>::type;
+template <int64_t W, typename T>
+inline V<T, W> Load(const T* p) {
+  V<T, W> v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-template <typename T>
-inline void Store(T* p, V<T> v) {
+template <typename T, typename Vec>
+inline void Store(T* p, Vec v) {
   std::memcpy(p, &v, sizeof(v));
 }
 
@@ -115,60 +117,60 @@ struct Scratch {
 
 // Folds: the compatible reach T - S[c1] - S[c2] + x[h] of W columns (each card's sum in two
 // halves: two independent chains of additions).
-template <typename T>
+template <int64_t W, typename T>
 void Folds(const T* __restrict xs, const Hands& hs, T* __restrict per_card, T* __restrict out) {
   const int64_t H = hs.H;
-  V<T> tot = {}, tot2 = {};
+  V<T, W> tot = {}, tot2 = {};
   int64_t h = 0;
   for (; h + 1 < H; h += 2) {
-    tot += Load(xs + h * W);
-    tot2 += Load(xs + (h + 1) * W);
+    tot += Load<W>(xs + h * W);
+    tot2 += Load<W>(xs + (h + 1) * W);
   }
-  if (h < H) tot += Load(xs + h * W);
+  if (h < H) tot += Load<W>(xs + h * W);
   tot += tot2;
   for (int64_t c = 0; c < kCards; ++c) {
     const int32_t* list = hs.card_hands + c * hs.Mc;
-    V<T> a = {}, b = {};
+    V<T, W> a = {}, b = {};
     int64_t m = 0;
     for (; m + 1 < hs.Mc; m += 2) {
-      a += Load(xs + static_cast<int64_t>(list[m]) * W);
-      b += Load(xs + static_cast<int64_t>(list[m + 1]) * W);
+      a += Load<W>(xs + static_cast<int64_t>(list[m]) * W);
+      b += Load<W>(xs + static_cast<int64_t>(list[m + 1]) * W);
     }
-    if (m < hs.Mc) a += Load(xs + static_cast<int64_t>(list[m]) * W);
+    if (m < hs.Mc) a += Load<W>(xs + static_cast<int64_t>(list[m]) * W);
     Store(per_card + c * W, a + b);
   }
   for (int64_t k = 0; k < H; ++k) {
-    const V<T> a = Load(per_card + hs.hand_cards[2 * k] * W);
-    const V<T> b = Load(per_card + hs.hand_cards[2 * k + 1] * W);
-    Store(out + k * W, ((tot - a) - b) + Load(xs + k * W));
+    const V<T, W> a = Load<W>(per_card + hs.hand_cards[2 * k] * W);
+    const V<T, W> b = Load<W>(per_card + hs.hand_cards[2 * k + 1] * W);
+    Store(out + k * W, ((tot - a) - b) + Load<W>(xs + k * W));
   }
 }
 
 // Showdowns: Wk - St of W columns. The table holds P (`[H + 1]`, prefix sums over `sorted`)
 // and every card's P_c (`[M + 1]`, over its row of `cards [C, M]`); a hand's value is
 // P[lt] + P[le] - P[H] + sum_k (P_ck[M] - P_ck[ltk] - P_ck[lek]) (its six rows `index [H, 6]`).
-template <typename T>
+template <int64_t W, typename T>
 void Showdowns(const T* __restrict xs, const Tree<T>& t, int64_t H, T* __restrict table, T* __restrict out) {
   auto prefix = [&](T* base, const int32_t* order, int64_t n) {
-    V<T> run = {};
+    V<T, W> run = {};
     Store(base, run);
     for (int64_t i = 0; i < n; ++i) {
-      run += Load(xs + static_cast<int64_t>(order[i]) * W);
+      run += Load<W>(xs + static_cast<int64_t>(order[i]) * W);
       Store(base + (i + 1) * W, run);
     }
   };
   const int64_t C = t.C, M = t.M;
   prefix(table, t.sorted, H);
   for (int64_t c = 0; c < C; ++c) prefix(table + (H + 1 + c * (M + 1)) * W, t.cards + c * M, M);
-  const V<T> all = Load(table + H * W);
+  const V<T, W> all = Load<W>(table + H * W);
   for (int64_t h = 0; h < H; ++h) {
     const int32_t* e = t.index + h * 6;
     const int64_t c1 = (e[2] - (H + 1)) / (M + 1), c2 = (e[4] - (H + 1)) / (M + 1);
-    const V<T> t1 = Load(table + (H + 1 + c1 * (M + 1) + M) * W);
-    const V<T> t2 = Load(table + (H + 1 + c2 * (M + 1) + M) * W);
-    const V<T> r0 = Load(table + static_cast<int64_t>(e[0]) * W), r1 = Load(table + static_cast<int64_t>(e[1]) * W);
-    const V<T> r2 = Load(table + static_cast<int64_t>(e[2]) * W), r3 = Load(table + static_cast<int64_t>(e[3]) * W);
-    const V<T> r4 = Load(table + static_cast<int64_t>(e[4]) * W), r5 = Load(table + static_cast<int64_t>(e[5]) * W);
+    const V<T, W> t1 = Load<W>(table + (H + 1 + c1 * (M + 1) + M) * W);
+    const V<T, W> t2 = Load<W>(table + (H + 1 + c2 * (M + 1) + M) * W);
+    const V<T, W> r0 = Load<W>(table + static_cast<int64_t>(e[0]) * W), r1 = Load<W>(table + static_cast<int64_t>(e[1]) * W);
+    const V<T, W> r2 = Load<W>(table + static_cast<int64_t>(e[2]) * W), r3 = Load<W>(table + static_cast<int64_t>(e[3]) * W);
+    const V<T, W> r4 = Load<W>(table + static_cast<int64_t>(e[4]) * W), r5 = Load<W>(table + static_cast<int64_t>(e[5]) * W);
     Store(out + h * W, ((r0 + r1) - all) + ((t1 - r2) - r3) + ((t2 - r4) - r5));
   }
 }
@@ -202,56 +204,67 @@ void Forward(const Tree<T>& t, const Rows<T>& sig, int64_t H, RootFn root, T* re
   }
 }
 
+// One chunk of `count` (<= W) columns: the reach rows `src` in (transposed hand-major),
+// folds or showdowns, values times `scale` (and the live hands) out to the rows `dst`.
+template <int64_t W, typename T>
+void Chunk(const Tree<T>& t, const Hands& hs, bool folds, const T* const* src, T* const* dst, const T* scale,
+           int64_t count, Scratch<T>& w) {
+  const int64_t H = hs.H;
+  T* xs = w.xs.data();
+  for (int64_t h = 0; h < H; ++h) {
+    for (int64_t q = 0; q < W; ++q) xs[h * W + q] = src[q][h];
+  }
+  std::fill(xs + H * W, xs + (H + 1) * W, T(0));
+  if (folds) {
+    Folds<W>(xs, hs, w.acc.data(), w.out.data());
+  } else {
+    Showdowns<W>(xs, t, H, w.acc.data(), w.out.data());
+  }
+  const T* o = w.out.data();
+  for (int64_t q = 0; q < count; ++q) {
+    T* v = dst[q];
+    if (t.live) {
+      for (int64_t h = 0; h < H; ++h) v[h] = o[h * W + q] * scale[q] * t.live[h];
+    } else {
+      for (int64_t h = 0; h < H; ++h) v[h] = o[h * W + q] * scale[q];
+    }
+  }
+}
+
 // The lanes' terminal values into their nodes' rows of `vals [n][L][H]`: a column per
-// (fold, lane), then from the next chunk on a column per (showdown, lane), W to a chunk.
+// (fold, lane), and apart from them a column per (showdown, lane), `kChunk` to a chunk.
 template <typename T>
 void Terminals(const Tree<T>& t, const Hands& hs, const int* lanes, int L, T inv_z, const T* reach, T* vals,
                Scratch<T>& w) {
   const int64_t H = hs.H;
   const int64_t Qf = t.F * L, Qs = t.K * L;
-  const int64_t cf = (Qf + W - 1) / W, chunks = cf + (Qs + W - 1) / W;
-  if (!chunks) return;
-  w.xs.resize(static_cast<size_t>((H + 1) * W));
-  w.out.resize(static_cast<size_t>(H * W));
-  w.acc.resize(static_cast<size_t>(std::max<int64_t>(kCards, H + 1 + t.C * (t.M + 1)) * W));
+  if (!Qf && !Qs) return;
+  w.xs.resize(static_cast<size_t>((H + 1) * kChunk));
+  w.out.resize(static_cast<size_t>(H * kChunk));
+  w.acc.resize(static_cast<size_t>(std::max<int64_t>(kCards, H + 1 + t.C * (t.M + 1)) * kChunk));
   w.zeros.assign(static_cast<size_t>(H), T(0));     // the unused columns' reach
-  for (int64_t c = 0; c < chunks; ++c) {
-    const T* src[W];
-    T* dst[W];
-    T scale[W];
-    const bool folds = c < cf;
-    for (int64_t q = 0; q < W; ++q) {
-      const int64_t col = folds ? c * W + q : (c - cf) * W + q;
-      src[q] = w.zeros.data();
-      dst[q] = nullptr;
-      scale[q] = T(0);
-      if (col >= (folds ? Qf : Qs)) continue;
-      const int i = static_cast<int>(col % L), p = lanes[i];
-      const int64_t node = folds ? t.fold_node[col / L] : t.showdown_node[col / L];
-      src[q] = reach + (node * 2 + (1 - p)) * H;
-      dst[q] = vals + (node * L + i) * H;
-      scale[q] = folds ? (t.fold_payoff[col / L] * (p == 0 ? T(1) : T(-1))) * inv_z
-                       : t.stake[col / L] * inv_z;   // Wk - St is each lane's own
-    }
-    T* xs = w.xs.data();
-    for (int64_t h = 0; h < H; ++h) {
-      for (int64_t q = 0; q < W; ++q) xs[h * W + q] = src[q][h];
-    }
-    std::fill(xs + H * W, xs + (H + 1) * W, T(0));
-    if (folds) {
-      Folds(xs, hs, w.acc.data(), w.out.data());
-    } else {
-      Showdowns(xs, t, H, w.acc.data(), w.out.data());
-    }
-    const T* o = w.out.data();
-    for (int64_t q = 0; q < W; ++q) {
-      if (!dst[q]) continue;
-      T* v = dst[q];
-      if (t.live) {
-        for (int64_t h = 0; h < H; ++h) v[h] = o[h * W + q] * scale[q] * t.live[h];
-      } else {
-        for (int64_t h = 0; h < H; ++h) v[h] = o[h * W + q] * scale[q];
+  for (int folds = 1; folds >= 0; --folds) {
+    const int64_t Q = folds ? Qf : Qs;
+    for (int64_t c0 = 0; c0 < Q;) {
+      const int64_t count = std::min(kChunk, Q - c0);
+      const T* src[kChunk];
+      T* dst[kChunk];
+      T scale[kChunk];
+      for (int64_t q = 0; q < kChunk; ++q) {
+        src[q] = w.zeros.data();
+        dst[q] = nullptr;
+        scale[q] = T(0);
+        if (q >= count) continue;
+        const int64_t col = c0 + q;
+        const int i = static_cast<int>(col % L), p = lanes[i];
+        const int64_t node = folds ? t.fold_node[col / L] : t.showdown_node[col / L];
+        src[q] = reach + (node * 2 + (1 - p)) * H;
+        dst[q] = vals + (node * L + i) * H;
+        scale[q] = folds ? (t.fold_payoff[col / L] * (p == 0 ? T(1) : T(-1))) * inv_z
+                         : t.stake[col / L] * inv_z;   // Wk - St is each lane's own
       }
+      Chunk<kChunk>(t, hs, folds, src, dst, scale, count, w);
+      c0 += count;
     }
   }
 }
@@ -488,9 +501,9 @@ ffi::Error Forest(ffi::Buffer<DT> sig0, ffi::Buffer<DT> sig1, ffi::Buffer<DT> re
 // Slots: player 0's trunk slots 0..t0-1, then board b's t0 + b s0 + j; player 1's from
 // `split`: split + j (trunk), split + t1 + b s1 + j (boards); S = split + t1 + B s1.
 // Operands:
-//   r0, r1 [*, H]: the regrets the strategy is matched from (after this iteration's
-//     discount): player 0's slot g at row roff0 + g of r0, player 1's at roff1 + g - split of
-//     r1 (whole arrays: r0 = r1, roff1 = split; halves: roff 0).
+//   own [rows, H]: the lanes' regrets (after this iteration's discount), updated in place;
+//     other: the other player's half when one lane updates (player 0's rows 0..split-1, or
+//     player 1's from split), any array otherwise. The strategy is matched from both.
 //   weights [2, H]; live [B, H]; forest fold_payoff [F], showdown_stake [K]; trunk
 //     fold_payoff [F1]; norm [] (Z); avg, comp [rows, H] (the lanes' rows, as the results);
 //     scalars [3]: the average's coefficient b_t / W_t, the update discount of positive and
@@ -499,12 +512,13 @@ ffi::Error Forest(ffi::Buffer<DT> sig0, ffi::Buffer<DT> sig1, ffi::Buffer<DT> re
 //     fold_node, showdown_node, slot_node, slot_child; the trunk parent [n1], lane_slot
 //     [n1, 2] (global slots, S the sentinel), fold_node [F1], slot_node, slot_child
 //     [t0 + t1], root_chance [R] (the trunk node above each forest root).
-// Attributes: lanes (1, 2, 3: player 0, 1, both), roff0, roff1, split, s0, s1, t0, t1,
+// Attributes: lanes (1, 2, 3: player 0, 1, both), split, s0, s1, t0, t1,
 //   dealt, clamp (CFR+: regrets kept non-negative), compensated (float32: the average's
 //   compensated update, `cfrjax.iteration.compensated_mean_update`; else the plain running
 //   mean and `comp` passed through), unweighted (the average of the strategy itself).
-// Results: new regrets, average and compensation of the lanes' rows: lane p's slots from
-//   its first (0 or split) in lane order, the layout of `avg`.
+// Results: new regrets, average and compensation of the lanes' rows (lane p's slots from
+//   its first, 0 or split, in lane order: the layout of `own` and `avg`), each aliasing its
+//   operand (own, avg, comp).
 
 template <typename T>
 struct HalfRule {
@@ -512,38 +526,37 @@ struct HalfRule {
   bool clamp, compensated, unweighted;
 };
 
-// The update of one slot row: the regret with this iteration's (vc - vn) added, the
-// average with y = reach times strategy (or the strategy). The rule's switches are template
-// arguments: every loop straight-line and vectorised.
+// The update of one slot row in place: the regret with this iteration's (vc - vn) added,
+// the average with y = reach times strategy (or the strategy). The rule's switches are
+// template arguments: every loop straight-line and vectorised.
 template <typename T, bool kClamp, bool kCompensated, bool kUnweighted>
-void UpdateRow(const HalfRule<T>& rule, int64_t H, const T* __restrict old, const T* __restrict vc,
-               const T* __restrict vn, const T* __restrict rc, const T* __restrict sg, const T* __restrict mean_in,
-               const T* __restrict comp_in, T* __restrict reg_o, T* __restrict mean_o, T* __restrict comp_o) {
+void UpdateRow(const HalfRule<T>& rule, int64_t H, const T* __restrict vc, const T* __restrict vn,
+               const T* __restrict rc, const T* __restrict sg, T* __restrict reg, T* __restrict mean_io,
+               T* __restrict comp_io) {
   const T pos = rule.pos, neg = rule.neg, coef = rule.coef;
   for (int64_t h = 0; h < H; ++h) {
-    const T o = old[h];
+    const T o = reg[h];
     const T r = o * (o > T(0) ? pos : neg) + (vc[h] - vn[h]);
-    reg_o[h] = kClamp ? std::max(r, T(0)) : r;
+    reg[h] = kClamp ? std::max(r, T(0)) : r;
   }
   for (int64_t h = 0; h < H; ++h) {
     const T y = kUnweighted ? sg[h] : rc[h] * sg[h];
-    const T mean = mean_in[h];
+    const T mean = mean_io[h];
     if (kCompensated) {
-      const T comp = comp_in[h];
+      const T comp = comp_io[h];
       const T inc = comp + coef * ((y - mean) - comp);
       const T total = mean + inc;
       const T back = total - mean;
-      mean_o[h] = total;
-      comp_o[h] = (mean - (total - back)) + (inc - back);
+      mean_io[h] = total;
+      comp_io[h] = (mean - (total - back)) + (inc - back);
     } else {
-      mean_o[h] = mean + coef * (y - mean);
+      mean_io[h] = mean + coef * (y - mean);
     }
   }
 }
 
 template <typename T>
-using UpdateFn = void (*)(const HalfRule<T>&, int64_t, const T*, const T*, const T*, const T*, const T*, const T*,
-                          const T*, T*, T*, T*);
+using UpdateFn = void (*)(const HalfRule<T>&, int64_t, const T*, const T*, const T*, const T*, T*, T*, T*);
 
 template <typename T>
 UpdateFn<T> UpdateFor(const HalfRule<T>& r) {
@@ -556,7 +569,7 @@ UpdateFn<T> UpdateFor(const HalfRule<T>& r) {
 }
 
 template <ffi::DataType DT>
-ffi::Error Half(ffi::Buffer<DT> r0, ffi::Buffer<DT> r1, ffi::Buffer<DT> weights, ffi::Buffer<DT> live,
+ffi::Error Half(ffi::Buffer<DT> own, ffi::Buffer<DT> other, ffi::Buffer<DT> weights, ffi::Buffer<DT> live,
                 ffi::Buffer<DT> fold_payoff, ffi::Buffer<DT> showdown_stake, ffi::Buffer<DT> trunk_fold_payoff,
                 ffi::Buffer<DT> norm, ffi::Buffer<DT> avg, ffi::Buffer<DT> comp, ffi::Buffer<DT> scalars,
                 ffi::Buffer<ffi::S32> sorted, ffi::Buffer<ffi::S32> cards, ffi::Buffer<ffi::S32> index,
@@ -566,7 +579,7 @@ ffi::Error Half(ffi::Buffer<DT> r0, ffi::Buffer<DT> r1, ffi::Buffer<DT> weights,
                 ffi::Buffer<ffi::S32> slot_child, ffi::Buffer<ffi::S32> trunk_parent,
                 ffi::Buffer<ffi::S32> trunk_lane_slot, ffi::Buffer<ffi::S32> trunk_fold_node,
                 ffi::Buffer<ffi::S32> trunk_slot_node, ffi::Buffer<ffi::S32> trunk_slot_child,
-                ffi::Buffer<ffi::S32> root_chance, int64_t lanes_mask, int64_t roff0, int64_t roff1, int64_t split,
+                ffi::Buffer<ffi::S32> root_chance, int64_t lanes_mask, int64_t split,
                 int64_t s0, int64_t s1, int64_t t0, int64_t t1, int64_t dealt, int64_t clamp, int64_t compensated,
                 int64_t unweighted, ffi::ResultBuffer<DT> regret_out, ffi::ResultBuffer<DT> avg_out,
                 ffi::ResultBuffer<DT> comp_out) {
@@ -591,23 +604,31 @@ ffi::Error Half(ffi::Buffer<DT> r0, ffi::Buffer<DT> r1, ffi::Buffer<DT> weights,
       avg_out->element_count() != rows * H || (compensated && comp.element_count() != rows * H)) {
     return ffi::Error::InvalidArgument("cfrjax half: the average's rows do not match the lanes' slots");
   }
+  const int64_t other_first = first == 0 ? split : 0;
+  if (own.element_count() != rows * H || (L == 1 && other.element_count() != (first == 0 ? S - split : split) * H)) {
+    return ffi::Error::InvalidArgument("cfrjax half: the regrets' rows do not match the lanes' slots");
+  }
   const Hands hs{H, hand_cards.typed_data(), card_hands.typed_data(), card_hands.dimensions()[1]};
   const T inv_z = T(1) / norm.typed_data()[0];
   const T* sc = scalars.typed_data();
   const HalfRule<T> rule{sc[0], sc[1], sc[2], clamp != 0, compensated != 0, unweighted != 0};
-  auto regret_row = [&](int64_t g) {
-    return g < split ? r0.typed_data() + (roff0 + g) * H : r1.typed_data() + (roff1 + g - split) * H;
-  };
+  // Updated in place: each result aliases its operand (native.half), copied first where
+  // XLA gave it a buffer of its own. A board reads its own rows before it updates them,
+  // and no other board's; the trunk's rows are read first and updated last.
   T* reg_o = regret_out->typed_data();
   T* avg_o = avg_out->typed_data();
   T* comp_o = comp_out->typed_data();
-  const T* avg_i = avg.typed_data();
-  const T* comp_i = comp.typed_data();
+  const size_t bytes = sizeof(T) * rows * H;
+  if (reg_o != own.typed_data()) std::memcpy(reg_o, own.typed_data(), bytes);
+  if (avg_o != avg.typed_data()) std::memcpy(avg_o, avg.typed_data(), bytes);
+  if (compensated && comp_o != comp.typed_data()) std::memcpy(comp_o, comp.typed_data(), bytes);
+  auto regret_row = [&](int64_t g) -> const T* {
+    return g >= first && g < first + rows ? reg_o + (g - first) * H : other.typed_data() + (g - other_first) * H;
+  };
   const UpdateFn<T> update_row = UpdateFor(rule);
   auto update = [&](int64_t g, const T* vc, const T* vn, const T* rc, const T* sg) {
     const int64_t row = (g - first) * H;
-    update_row(rule, H, regret_row(g), vc, vn, rc, sg, avg_i + row, rule.compensated ? comp_i + row : nullptr,
-              reg_o + row, avg_o + row, rule.compensated ? comp_o + row : nullptr);
+    update_row(rule, H, vc, vn, rc, sg, reg_o + row, avg_o + row, rule.compensated ? comp_o + row : nullptr);
   };
   // The trunk: its strategy, both players' reach; its forest roots' reach below.
   Scratch<T> tw;
@@ -739,7 +760,7 @@ ffi::Error Half(ffi::Buffer<DT> r0, ffi::Buffer<DT> r1, ffi::Buffer<DT> weights,
           .Arg<ffi::Buffer<DT>>()                                                                                \
           .Arg<ffi::Buffer<DT>>() CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32     \
               CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32   \
-                  CFRJAX_I32 CFRJAX_I64("lanes") CFRJAX_I64("roff0") CFRJAX_I64("roff1") CFRJAX_I64("split")      \
+                  CFRJAX_I32 CFRJAX_I64("lanes") CFRJAX_I64("split")      \
                       CFRJAX_I64("s0") CFRJAX_I64("s1") CFRJAX_I64("t0") CFRJAX_I64("t1") CFRJAX_I64("dealt")     \
                           CFRJAX_I64("clamp") CFRJAX_I64("compensated") CFRJAX_I64("unweighted")                  \
           .Ret<ffi::Buffer<DT>>()                                                                                \

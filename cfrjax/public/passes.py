@@ -629,7 +629,6 @@ def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new
     split = game.slot_split
     halves = isinstance(regret, tuple)
     dt = (regret[0] if halves else regret).dtype
-    r0, r1 = regret if halves else (regret, regret)
     own = (lambda a: a[player]) if halves else (lambda a: a)   # noqa: E731
     factors = rules.update_discount_factors(config, t)
     one = jnp.ones((), dt)
@@ -648,9 +647,9 @@ def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new
                 root_chance=game.root_chance if trunk else empty)
     compensated = config.dtype == "float32"
     new, mean, low = native.half(
-        r0, r1, game.weights, game.board_live, game.forest_fold_payoff, game.forest_showdown_stake,
+        own(regret), regret[1 - player] if halves else regret, game.weights, game.board_live, game.forest_fold_payoff, game.forest_showdown_stake,
         game.trunk_fold_payoff if trunk else np.zeros((0,)), game.norm, own(avg), own(comp), scalars, ints,
-        lanes=lanes, offsets=(0, 0 if halves else split), split=split, slots=game.forest_slots,
+        lanes=lanes, split=split, slots=game.forest_slots,
         trunk=game.trunk_slots, dealt=game.dealt, clamp=config.rule in rules.CLAMPED, compensated=compensated,
         unweighted=config.rule in rules.UNWEIGHTED_AVERAGE)
     return new, mean, low
