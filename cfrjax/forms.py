@@ -41,7 +41,7 @@ and its form module provides the passes:
     selecting its entries in slot arrays (policy files, locking by key);
   `scratch_elements(game, order) -> dict`: per-iteration buffers for the memory plan;
   optionally `fused_half(game, config, regret, avg, comp, player, b_t, w_new, average,
-    locked, locked_policy, leaf, t=t) -> (regret, avg, avg_comp) | None`: a (half-)update in
+    locked, locked_policy, leaf, t=t, raw=raw) -> (regret, avg, avg_comp) | None`: a (half-)update in
     the form's own kernels where it has them (the public form's one-board and turn spots
     on an NVIDIA GPU, `cfrjax.public.spot_kernel` and `turn_kernel`; a river or turn
     spot's update as native code on CPU, `cfrjax.public.passes._native_half`), `None` to run

@@ -133,7 +133,8 @@ def join_slots(state: SolverState) -> SolverState:
     return dataclasses.replace(state, **{f: jnp.concatenate(getattr(state, f)) for f in SLOT_FIELDS})
 
 
-def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t, kept=None, stored=None):
+def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t, kept=None, stored=None,
+          raw=None):
     """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, avg_comp,
     prediction, leaf, kept). The slot arrays are whole (`player` None) or pairs of halves
     (`split_slots`), of which `player`'s is replaced. `leaf`: a stateful leaf function's
@@ -149,15 +150,25 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     `stored`: the first (half-)update's `(regrets as stored, discount factors)`
     (`rules.discount_factors`, LCFR and DCFR): regret matching discounts them itself
     (`passes.regret_matching`), so on a GPU the discounted regrets are not written out for
-    it (the matching kernel reads the stored ones)."""
+    it (the matching kernel reads the stored ones).
+
+    `raw`: `(regrets before this iteration's discount, discount factors)` as `split_step`
+    holds them (`rules.discount_factors`, `None` for rules without): a form's fused
+    update may discount the updating player's regrets itself and match undiscounted ones
+    (LCFR's and DCFR's matching is invariant to the discount), so the discounted arrays
+    are not written out for it (`cfrjax.forms`: `fused_half`)."""
     cfg = state.config
     form = form_of(game)
 
     def put(a, new):
         return new if player is None else tuple(new if i == player else x for i, x in enumerate(a))
     fused = getattr(form, "fused_half", None)
+    if fused and raw is not None:    # (own rows undiscounted; the other player's as its half will see them)
+        undiscounted, factors = raw
+        raw = ((undiscounted[player], undiscounted[1] if player == 0 else regret[0]) if player is not None
+               else (undiscounted, None), factors)
     fused = fused and fused(game, cfg, regret, avg, comp, player, b_t, w_new, _average_update(cfg),
-                            state.locked, state.locked_policy, leaf, t=t)
+                            state.locked, state.locked_policy, leaf, t=t, raw=raw)
     if fused:   # the form's own kernels (`cfrjax.forms`: `fused_half`)
         new_regret, new_avg, new_comp = fused
         return put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), pred, leaf, None
@@ -225,12 +236,13 @@ def split_step(game, state: SolverState) -> SolverState:
     regret = jax.tree.map(lambda r: rules.discount(cfg, r, t_prev), state.regret)
     wide = _columns(state.regret) >= WIDE_COLUMNS
     stored = (state.regret, rules.discount_factors(cfg, t_prev)) if wide else None
+    raw = (state.regret, rules.discount_factors(cfg, t_prev))
     avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf
     players = (None,) if cfg.order == "simultaneous" else (0, 1)
     kept = None
     for p in players:
         regret, avg, comp, pred, leaf, kept = _half(game, state, regret, avg, comp, pred, leaf, b_t, w_new, p, t,
-                                                    kept, stored)
+                                                    kept, stored, raw)
         stored = None
         kept = kept if wide else None
     return dataclasses.replace(state, regret=regret, avg=avg, avg_comp=comp, avg_weight=w_new, iteration=t_int,

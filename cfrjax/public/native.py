@@ -229,7 +229,7 @@ def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payo
       own: `[rows, H]` the lanes' regrets (after this iteration's discount): the whole
         array, or one player's half (player 0's slots `[0, split)`, player 1's from
         `split`); other: the other player's half when one lane updates (the strategy is
-        matched from both), ignored otherwise.
+        matched from both), ignored (may be `None`) otherwise.
       weights: `[2, H]`; live: `[B, H]`; fold_payoff `[F]`, showdown_stake `[K]`,
         trunk_fold_payoff `[F1]`, norm `[]` (`Z`).
       avg, comp: `[rows, H]` the lanes' rows of the average and its compensation (`comp`
@@ -253,7 +253,7 @@ def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payo
     if target is None:
         raise TypeError(f"native half: dtype must be float32 or float64, got {dt}")
     comp_in = comp if compensated else jnp.zeros((1, 1), dt)
-    other = other if len(lanes) == 1 else jnp.zeros((1, 1), dt)
+    other = other if len(lanes) == 1 and other is not None else jnp.zeros((1, 1), dt)
     out = (jax.ShapeDtypeStruct(own.shape, dt), jax.ShapeDtypeStruct(avg.shape, dt),
            jax.ShapeDtypeStruct(comp_in.shape, dt))
     call = jax.ffi.ffi_call(target, out, vmap_method="sequential", input_output_aliases={0: 0, 8: 1, 9: 2})
