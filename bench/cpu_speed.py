@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(HERE, "peers"))
 DRIVER = "/work/peers/build/merged-driver/target/release/cfrjax-postflop-driver"
 # iterations per timed cfrjax call / per postflop-solver run; eval_every and iterations for curves
 GAMES = {"hunl_river_full": dict(M=500, M_pf=1000, eval_every=5, curve_iterations=300),
-         "hunl_turn_full": dict(M=8, M_pf=40, eval_every=10, curve_iterations=200)}
+         "hunl_turn_full": dict(M=24, M_pf=40, eval_every=10, curve_iterations=200)}
 PIN, BOTH = ["taskset", "-c", "0"], ["taskset", "-c", "0,1"]
 ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 TARGETS = (3e-3, 1e-3)

@@ -41,8 +41,14 @@ def _on_cpu_restored():
 
 @pytest.fixture(scope="module")
 def spots():
+    from cfrjax.games.poker import PokerSubgameSpec
+    from cfrjax.games.poker.public import build_public
+    hands = ["AsAh", "QhJh", "KdQd", "9h8h", "7s6s", "TcTd"]
+    flop = PokerSubgameSpec(board="Ks 7d 2c", pot=20, stack=30, bet_fractions=(1.0,), raise_fractions=None,
+                            raise_cap=0, range0={h: 1.0 for h in hands}, range1={h: 0.5 for h in hands})
     return {"river": cfrjax.load_game("games/hunl_river.toml", form="public", random_hands=40, seed=7),
-            "turn": cfrjax.load_game("games/hunl_turn.toml", form="public", random_hands=30, seed=3)}
+            "turn": cfrjax.load_game("games/hunl_turn.toml", form="public", random_hands=30, seed=3),
+            "flop": build_public(flop, hands="support")}
 
 
 def _switch(**flags):
@@ -88,9 +94,10 @@ def test_half_equals_the_xla_form_one_step(spots, spot, rule, order):
         assert not np.array_equal(np.asarray(a.regret), np.asarray(state.regret))   # a step that moved
 
 
-@pytest.mark.parametrize("spot", ["river", "turn"])
+@pytest.mark.parametrize("spot", ["river", "turn", "flop"])
 @pytest.mark.parametrize("player", [None, 0, 1])
 def test_forest_equals_the_xla_boards(spots, spot, player):
+    """A regret pass's boards (on a flop: its forest roots per turn card)."""
     game = spots[spot]
     rng = np.random.default_rng(1)
     S, H = game.num_slots, game.num_hands
