@@ -11,9 +11,10 @@ as whole-array passes over memory. Three native calls replace them on CPU:
   the process's threads (`native_forest.cc`).
 * `half`: a river or turn spot's whole (half-)update (`passes._native_half`): regret
   matching, the trunk's and every board's passes, the regret and average updates, each
-  board's rows read and written once while in the cache. Full-range river, one core:
-  0.10 -> 0.057 ms/iter (DCFR alternating); turn 44 -> 25 ms/iter
-  (`bench/results/cpu_native_half.jsonl`).
+  board's rows read and written once while in the cache. Full-range spots, DCFR
+  alternating, one core: river 0.108 -> 0.053 ms/iter, turn 58 -> 17.4
+  (`bench/results/cpu_speed.jsonl`, note "session 26 final"; postflop-solver 0.089 and
+  27.5).
 
 Built on first use: the C++ source shipped with the package is compiled with the system's
 C++ compiler (`$CXX`, else `c++` / `g++`) against the XLA FFI headers of the installed
