@@ -151,6 +151,17 @@ def why_unavailable() -> str | None:
     return None if available() else _state.get("error")
 
 
+def _target(targets: dict, dtype, what: str) -> str:
+    """The FFI target of `what` for `dtype` (float32 or float64); raises where the library
+    is not available or the dtype has none."""
+    if not available():
+        raise RuntimeError(f"the native {what} is not available: {why_unavailable()}")
+    target = targets.get(jnp.dtype(dtype).name)
+    if target is None:
+        raise TypeError(f"native {what}: dtype must be float32 or float64, got {jnp.dtype(dtype)}")
+    return target
+
+
 def showdown(x, sorted_t, cards_t, index_t):
     """`Wk - St` of one board's showdowns (`cfrjax.public.terminals`, module docstring):
     hand-major reach `x [H, Q]` (float32 or float64) and the board's tables `sd_sorted
@@ -160,11 +171,7 @@ def showdown(x, sorted_t, cards_t, index_t):
 
     The tables are read as `showdown_tables` builds them (every index in range); they are
     not checked in the call (checking them cost 0.016 ms of a 0.13 ms river iteration)."""
-    if not available():
-        raise RuntimeError(f"the native showdown is not available: {why_unavailable()}")
-    target = _TARGETS.get(jnp.dtype(x.dtype).name)
-    if target is None:
-        raise TypeError(f"native showdown: reach dtype must be float32 or float64, got {x.dtype}")
+    target = _target(_TARGETS, x.dtype, "showdown")
     call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="expand_dims")
     i32 = lambda a: jnp.asarray(a, jnp.int32)   # noqa: E731
     return call(x, i32(sorted_t), i32(cards_t), i32(index_t))
@@ -197,12 +204,8 @@ def forest(sig0, sig1, regret, root, live, fold_payoff, showdown_stake, norm, in
       `(root values [B, R, L, H], regret, y [sum_p (t_p + B s_p), H])`: per lane in lane
       order its trunk rows, then its boards' rows board-major (`regret_pass`'s layout).
     """
-    if not available():
-        raise RuntimeError(f"the native forest is not available: {why_unavailable()}")
     dt = jnp.dtype(root.dtype)
-    target = _FOREST_TARGETS.get(dt.name)
-    if target is None:
-        raise TypeError(f"native forest: reach dtype must be float32 or float64, got {dt}")
+    target = _target(_FOREST_TARGETS, dt, "forest")
     H = root.shape[-1]
     s0, s1 = slots
     rows = sum(trunk[p] + boards * slots[p] for p in lanes)
@@ -247,12 +250,8 @@ def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payo
       compensated). The call updates its operands' buffers in place (each result aliases
       its operand): inside a solve's loop XLA then keeps one buffer of each.
     """
-    if not available():
-        raise RuntimeError(f"the native half-update is not available: {why_unavailable()}")
     dt = jnp.dtype(avg.dtype)
-    target = _HALF_TARGETS.get(dt.name)
-    if target is None:
-        raise TypeError(f"native half: dtype must be float32 or float64, got {dt}")
+    target = _target(_HALF_TARGETS, dt, "half-update")
     comp_in = comp if compensated else jnp.zeros((1, 1), dt)
     other = other if len(lanes) == 1 and other is not None else jnp.zeros((1, 1), dt)
     out = (jax.ShapeDtypeStruct(own.shape, dt), jax.ShapeDtypeStruct(avg.shape, dt),
