@@ -6,8 +6,8 @@ hooks and the average update in `cfrjax.iteration`), on a river and a turn spot,
 rule the native update runs, both orders, float64 and float32. The comparisons are one
 step from a random state: over a solve, ties between summation orders (a regret of 1e-17
 against 0 turns a node from uniform to pure) make valid paths part. Where the native
-update does not apply (predictive rules, a raked game, locked strategies, batch axes) the
-XLA form runs.
+update does not apply (predictive rules, a raked game, batch axes) the XLA form runs;
+locked strategies (node locking) it plays as the XLA form does.
 """
 
 import dataclasses
@@ -77,21 +77,48 @@ FAST = [c for c in ALL if c[0] == "river" or c[1:] in {("dcfr", "alternating"), 
 CASES = cases(ALL, FAST, unpack=True)
 
 
+def _step(game, state, native_on, monkeypatch):
+    """One jitted `iteration.step` with the native update on or off, checked to run (or
+    not run) the native update."""
+    calls = _spy(monkeypatch)
+    _switch(NATIVE_HALF=native_on)
+    out = jax.jit(lambda s: iteration.step(game, s))(state)
+    assert bool(calls) == native_on, "the native update did not run" if native_on else "it ran while off"
+    return out
+
+
 @pytest.mark.parametrize("spot,rule,order", CASES)
-def test_half_equals_the_xla_form_one_step(spots, spot, rule, order):
+def test_half_equals_the_xla_form_one_step(spots, spot, rule, order, monkeypatch):
     game = spots[spot]
     out = {}
     for dtype in ("float64", "float32"):
         state = _random_state(game, rule, order, dtype)
         for native_on in (True, False):
-            _switch(NATIVE_HALF=native_on)
-            out[dtype, native_on] = jax.jit(lambda s: iteration.step(game, s))(state)
+            out[dtype, native_on] = _step(game, state, native_on, monkeypatch)
     for dtype, tol in (("float64", 1e-12), ("float32", 2e-5)):
         a, b = out[dtype, True], out[dtype, False]
         for field in ("regret", "avg"):
             x, y = np.asarray(getattr(a, field), np.float64), np.asarray(getattr(b, field), np.float64)
             np.testing.assert_allclose(x, y, rtol=tol, atol=tol, err_msg=f"{dtype} {field}")
         assert not np.array_equal(np.asarray(a.regret), np.asarray(state.regret))   # a step that moved
+
+
+@pytest.mark.parametrize("order", ["alternating", "simultaneous"])
+def test_locked_rows_play_their_policy(spots, order, monkeypatch):
+    """Node locking (`cfrjax.locking`): a third of the turn's slot entries locked to a
+    random policy; the native update plays it as the XLA form does."""
+    game = spots["turn"]
+    state = _random_state(game, "dcfr", order, "float64")
+    rng = np.random.default_rng(4)
+    shape = state.regret.shape
+    state = dataclasses.replace(state, locked=jnp.asarray(rng.random(shape) < 0.3),
+                                locked_policy=jnp.asarray(rng.random(shape), state.locked_policy.dtype))
+    a, b = (_step(game, state, on, monkeypatch) for on in (True, False))
+    for field in ("regret", "avg"):
+        np.testing.assert_allclose(np.asarray(getattr(a, field)), np.asarray(getattr(b, field)), rtol=1e-12,
+                                   atol=1e-12, err_msg=field)
+    idle = _step(game, dataclasses.replace(state, locked=jnp.zeros(shape, bool)), True, monkeypatch)
+    assert not np.allclose(np.asarray(idle.avg), np.asarray(a.avg))     # the locks changed the update
 
 
 @pytest.mark.parametrize("spot", ["river", "turn", "flop"])
@@ -136,11 +163,13 @@ def test_applies_only_where_it_runs(spots, monkeypatch):
     assert not pp._native_half_applies(raked, state.config, state.regret, state.avg_comp, None, None)   # raked
     state = cfrjax.init(river, rule="dcfr", order="alternating", dtype="float32")
     assert pp._native_half_applies(river, state.config, state.regret, state.avg_comp, None, None)
-    assert not pp._native_half_applies(river, state.config, state.regret, state.avg_comp, state.regret > 0, None)
+    batch = pp.set_ranges(river, np.ones((river.num_hands, 2)), np.ones((river.num_hands, 2)))
+    assert not pp._native_half_applies(batch, state.config, state.regret, state.avg_comp, None, None)  # batch axes
 
 
-def test_under_vmap_equals_a_loop(spots):
+def test_under_vmap_equals_a_loop(spots, monkeypatch):
     """`vmap` over subgames with their own ranges: the native call runs once per subgame."""
+    calls = _spy(monkeypatch)
     _switch(NATIVE_HALF=True, NATIVE_FOREST=True)
     game = spots["river"]
     rng = np.random.default_rng(5)
@@ -150,14 +179,16 @@ def test_under_vmap_equals_a_loop(spots):
     batch = jax.tree.map(lambda *xs: jnp.stack(xs), *games)
     run = jax.vmap(lambda g: iteration.step(g, state).regret)
     got = np.asarray(run(batch))
+    assert calls, "the native update did not run under vmap"
     for k, g in enumerate(games):
         np.testing.assert_array_equal(got[k], np.asarray(iteration.step(g, state).regret))
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
-def test_boards_on_two_threads_equal_one(spots):
+def test_boards_on_two_threads_equal_one(spots, monkeypatch):
     """A turn's boards split over the process's cores give the numbers of one core, bit for
     bit (each board is computed alone; the trunk sums them in board order)."""
+    calls = _spy(monkeypatch)
     _switch(NATIVE_HALF=True, NATIVE_FOREST=True)
     game = spots["turn"]
     state = _random_state(game, "dcfr", "simultaneous", "float32")
@@ -169,5 +200,6 @@ def test_boards_on_two_threads_equal_one(spots):
     finally:
         os.sched_setaffinity(0, cores)
     two = step(state)
+    assert calls, "the native update did not run"
     for field in ("regret", "avg", "avg_comp"):
         np.testing.assert_array_equal(np.asarray(getattr(one, field)), np.asarray(getattr(two, field)))

@@ -223,7 +223,7 @@ def forest(sig0, sig1, regret, root, live, fold_payoff, showdown_stake, norm, in
 
 
 def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payoff, norm, avg, comp, scalars,
-         ints: dict, *, lanes: tuple, split: int, slots: tuple, trunk: tuple, dealt: bool, clamp: bool,
+         ints: dict, *, locked=None, policy=None, lanes: tuple, split: int, slots: tuple, trunk: tuple, dealt: bool, clamp: bool,
          compensated: bool, unweighted: bool):
     """One (half-)update of `lanes`' slots of a river or turn spot in one call
     (`native_forest.cc`, `CfrjaxHalf`): regret matching, the trunk's and every board's
@@ -240,6 +240,8 @@ def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payo
         is read only when `compensated`; pass any array of the dtype otherwise).
       scalars: `[3]` the average's coefficient `b_t / W_t` and the update discount of
         positive and negative regrets (1, 1 where the rule has none).
+      locked, policy: `[S, H]` node locking (`cfrjax.locking`): where `locked`, a slot
+        plays `policy` instead of its matched strategy; `None`: nothing locked.
       ints: int32 arrays as `forest`'s (but `root_group`), and the trunk's `trunk_parent`,
         `trunk_lane_slot` (global slots), `trunk_fold_node`, `trunk_slot_node`,
         `trunk_slot_child`, `root_chance`.
@@ -260,10 +262,12 @@ def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payo
     names = ("sorted", "cards", "index", "hand_cards", "card_hands", "parent", "lane_slot", "fold_node",
              "showdown_node", "slot_node", "slot_child", "trunk_parent", "trunk_lane_slot", "trunk_fold_node",
              "trunk_slot_node", "trunk_slot_child", "root_chance")
+    if locked is None:
+        locked, policy = jnp.zeros((1, 1), bool), jnp.zeros((1, 1), dt)
     floats = [jnp.asarray(a, dt) for a in (own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payoff,
-                                            norm, avg, comp_in, scalars)]
+                                            norm, avg, comp_in, scalars, policy)]
     i64 = np.int64
-    regret, mean, low = call(*floats, *(jnp.asarray(ints[k], jnp.int32) for k in names),
+    regret, mean, low = call(*floats, jnp.asarray(locked, bool), *(jnp.asarray(ints[k], jnp.int32) for k in names),
                              lanes=i64(sum(1 << p for p in lanes)), split=i64(split), s0=i64(slots[0]),
                              s1=i64(slots[1]), t0=i64(trunk[0]), t1=i64(trunk[1]), dealt=i64(bool(dealt)),
                              clamp=i64(bool(clamp)), compensated=i64(bool(compensated)),

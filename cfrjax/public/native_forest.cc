@@ -507,7 +507,8 @@ ffi::Error Forest(ffi::Buffer<DT> sig0, ffi::Buffer<DT> sig1, ffi::Buffer<DT> re
 //   weights [2, H]; live [B, H]; forest fold_payoff [F], showdown_stake [K]; trunk
 //     fold_payoff [F1]; norm [] (Z); avg, comp [rows, H] (the lanes' rows, as the results);
 //     scalars [3]: the average's coefficient b_t / W_t, the update discount of positive and
-//     negative regrets (1 and 1 where the rule has none).
+//     negative regrets (1 and 1 where the rule has none); policy [S, H] and locked [S, H]
+//     (bool): locked rows play the policy (node locking), or [1, 1] each for no locks.
 //   The showdown and card tables as CfrjaxForest's; the forest parent, lane_slot (local),
 //     fold_node, showdown_node, slot_node, slot_child; the trunk parent [n1], lane_slot
 //     [n1, 2] (global slots, S the sentinel), fold_node [F1], slot_node, slot_child
@@ -572,7 +573,7 @@ template <ffi::DataType DT>
 ffi::Error Half(ffi::Buffer<DT> own, ffi::Buffer<DT> other, ffi::Buffer<DT> weights, ffi::Buffer<DT> live,
                 ffi::Buffer<DT> fold_payoff, ffi::Buffer<DT> showdown_stake, ffi::Buffer<DT> trunk_fold_payoff,
                 ffi::Buffer<DT> norm, ffi::Buffer<DT> avg, ffi::Buffer<DT> comp, ffi::Buffer<DT> scalars,
-                ffi::Buffer<ffi::S32> sorted, ffi::Buffer<ffi::S32> cards, ffi::Buffer<ffi::S32> index,
+                ffi::Buffer<DT> policy, ffi::Buffer<ffi::PRED> locked, ffi::Buffer<ffi::S32> sorted, ffi::Buffer<ffi::S32> cards, ffi::Buffer<ffi::S32> index,
                 ffi::Buffer<ffi::S32> hand_cards, ffi::Buffer<ffi::S32> card_hands, ffi::Buffer<ffi::S32> parent,
                 ffi::Buffer<ffi::S32> lane_slot, ffi::Buffer<ffi::S32> fold_node,
                 ffi::Buffer<ffi::S32> showdown_node, ffi::Buffer<ffi::S32> slot_node,
@@ -622,6 +623,17 @@ ffi::Error Half(ffi::Buffer<DT> own, ffi::Buffer<DT> other, ffi::Buffer<DT> weig
   if (reg_o != own.typed_data()) std::memcpy(reg_o, own.typed_data(), bytes);
   if (avg_o != avg.typed_data()) std::memcpy(avg_o, avg.typed_data(), bytes);
   if (compensated && comp_o != comp.typed_data()) std::memcpy(comp_o, comp.typed_data(), bytes);
+  const bool locks = locked.element_count() == S * H;
+  if (locks && policy.element_count() != S * H) {
+    return ffi::Error::InvalidArgument("cfrjax half: the locked policy must be [S, H] as the lock mask");
+  }
+  // Locked rows play the given policy (`locked [S, H]`): matched, then overridden.
+  auto lock = [&](int64_t g, T* row) {
+    if (!locks) return;
+    const bool* m = locked.typed_data() + g * H;
+    const T* pol = policy.typed_data() + g * H;
+    for (int64_t h = 0; h < H; ++h) row[h] = m[h] ? pol[h] : row[h];
+  };
   auto regret_row = [&](int64_t g) -> const T* {
     return g >= first && g < first + rows ? reg_o + (g - first) * H : other.typed_data() + (g - other_first) * H;
   };
@@ -648,6 +660,8 @@ ffi::Error Half(ffi::Buffer<DT> own, ffi::Buffer<DT> other, ffi::Buffer<DT> weig
     for (int64_t j = 0; j < t1; ++j) reg[t0 + j] = regret_row(split + j);
     Match(reg.data(), t0, trunk_slot_node.typed_data(), H, tw.sig.data(), tw.total);
     Match(reg.data() + t0, t1, trunk_slot_node.typed_data() + t0, H, tw.sig.data() + t0 * H, tw.total);
+    for (int64_t j = 0; j < t0; ++j) lock(j, tw.sig.data() + j * H);
+    for (int64_t j = 0; j < t1; ++j) lock(split + j, tw.sig.data() + (t0 + j) * H);
     tw.rows.assign(static_cast<size_t>(S + 1), nullptr);     // by global slot
     for (int64_t j = 0; j < t0; ++j) tw.rows[j] = tw.sig.data() + j * H;
     for (int64_t j = 0; j < t1; ++j) tw.rows[split + j] = tw.sig.data() + (t0 + j) * H;
@@ -667,6 +681,8 @@ ffi::Error Half(ffi::Buffer<DT> own, ffi::Buffer<DT> other, ffi::Buffer<DT> weig
     for (int64_t j = 0; j < s1; ++j) reg[s0 + j] = regret_row(split + t1 + b * s1 + j);
     Match(reg.data(), s0, slot_node.typed_data(), H, w.sig.data(), w.total);
     Match(reg.data() + s0, s1, slot_node.typed_data() + s0, H, w.sig.data() + s0 * H, w.total);
+    for (int64_t j = 0; j < s0; ++j) lock(t0 + b * s0 + j, w.sig.data() + j * H);
+    for (int64_t j = 0; j < s1; ++j) lock(split + t1 + b * s1 + j, w.sig.data() + (s0 + j) * H);
     w.rows.assign(static_cast<size_t>(s0 + s1 + 1), nullptr);
     for (int64_t j = 0; j < s0 + s1; ++j) w.rows[j] = w.sig.data() + j * H;
     w.reach.resize(static_cast<size_t>(t.n * 2 * H));
@@ -758,9 +774,11 @@ ffi::Error Half(ffi::Buffer<DT> own, ffi::Buffer<DT> other, ffi::Buffer<DT> weig
           .Arg<ffi::Buffer<DT>>()                                                                                \
           .Arg<ffi::Buffer<DT>>()                                                                                \
           .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>() CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32     \
+          .Arg<ffi::Buffer<DT>>()                                                                                \
+          .Arg<ffi::Buffer<DT>>()                                                                                \
+          .Arg<ffi::Buffer<ffi::PRED>>() CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32        \
               CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32   \
-                  CFRJAX_I32 CFRJAX_I64("lanes") CFRJAX_I64("split")      \
+                  CFRJAX_I32 CFRJAX_I32 CFRJAX_I64("lanes") CFRJAX_I64("split")      \
                       CFRJAX_I64("s0") CFRJAX_I64("s1") CFRJAX_I64("t0") CFRJAX_I64("t1") CFRJAX_I64("dealt")     \
                           CFRJAX_I64("clamp") CFRJAX_I64("compensated") CFRJAX_I64("unweighted")                  \
           .Ret<ffi::Buffer<DT>>()                                                                                \

@@ -339,9 +339,10 @@ NATIVE_FOREST = True
 
 
 def _native_applies(game: PublicGame, cpu: bool, batch: tuple) -> bool:
-    """Whether a regret pass's forests run natively: on CPU where the library builds, an
-    unraked game with sorted terminals, no batch axes (under `vmap` the call loops)."""
-    return (NATIVE_FOREST and cpu and not batch and not game.raked and not terminals.dense_used(game, cpu)
+    """Whether the native code can run this game's passes: on CPU where the library
+    builds, an unraked game with sorted terminals, no batch axes (under `vmap` the call
+    loops). Each native path has its own switch besides (`NATIVE_FOREST`, `NATIVE_HALF`)."""
+    return (cpu and not batch and not game.raked and not terminals.dense_used(game, cpu)
             and native.available())
 
 
@@ -487,7 +488,7 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
         chance, new, y = _root_sum(game, forest["root"]), None, None
         nodes = dict(forest_reach=forest["reach"], forest_values=forest["values"],
                      trunk_reach=jnp.zeros((0, 2, H) + batch, dt), trunk_values=jnp.zeros((0, 2, H) + batch, dt))
-    elif want and _native_applies(game, cpu, batch):
+    elif want and NATIVE_FOREST and _native_applies(game, cpu, batch):
         (t0, t1) = game.trunk_slots
         roffs = {p: base[p] + (t0 if p == 0 else t1) for p in lanes}
         r, new, y = _native_boards(game, ((sigma_ext, t0), (sigma_ext, split + t1)), regret, roffs, forest_root,
@@ -590,7 +591,7 @@ def _spot_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
         runs = passes._runs_within(game.slot_runs, lo, hi)
         xs[f"sig{q}"] = passes._matched_runs(runs, jnp.maximum(rows[q], 0.0), game.slot_uniform[lo:hi].astype(dt))
     root = game.weights.astype(dt)[None]
-    if _native_applies(game, True, ()):
+    if NATIVE_FOREST and _native_applies(game, True, ()):
         whole = regret[player] if halves else regret
         _, new, y = _native_boards(game, ((xs["sig0"], 0), (xs["sig1"], 0)), whole,
                                    {p: 0 if halves else (0, split)[p] for p in lanes}, root, lanes)
@@ -617,14 +618,15 @@ NATIVE_HALF_RULES = ("cfr", "cfr+", "lcfr", "dcfr", "dcfr-postflop")
 
 def _native_half_applies(game: PublicGame, config, regret, comp, locked, leaf) -> bool:
     first = regret[0] if isinstance(regret, tuple) else regret
-    return (NATIVE_HALF and config is not None and config.rule in NATIVE_HALF_RULES and locked is None
-            and leaf is None and game.leaf_fn is None and not game.board_groups and game.trunk_dealt is None
+    return (NATIVE_HALF and config is not None and config.rule in NATIVE_HALF_RULES
+            and (locked is None or jnp.ndim(locked) == 2) and leaf is None and game.leaf_fn is None and not game.board_groups and game.trunk_dealt is None
             and first.ndim == 2 and game.weights.ndim == 2 and jnp.ndim(game.norm) == 0
             and (config.dtype != "float32" or (comp[0] if isinstance(comp, tuple) else comp).dtype == first.dtype)
             and _native_applies(game, True, ()))
 
 
-def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, t, raw=None):
+def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, t, raw=None, locked=None,
+                 locked_policy=None):
     """One (half-)update of `player`'s slots (None: both) of a river or turn spot on CPU in
     one native call (`native.half`): `(regret, avg, avg_comp)` new, each whole or
     `player`'s half as given (`cfrjax.iteration._half`'s arrays: `regret` after this
@@ -640,7 +642,9 @@ def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new
     (`cfrjax.iteration._half`): with factors (LCFR, DCFR) the call matches undiscounted
     regrets (the same strategy: one positive factor on every positive regret) and
     discounts the updating rows itself, so XLA never writes the discounted arrays (a pass
-    over every regret per iteration, on XLA's threads beside the call's)."""
+    over every regret per iteration, on XLA's threads beside the call's). `locked`,
+    `locked_policy`: `[S, H]` node locking (`None`: nothing locked): locked slots play
+    the policy, as `cfrjax.iteration` overrides the matched strategy."""
     lanes = _lanes(player)
     split = game.slot_split
     halves = isinstance(regret, tuple)
@@ -668,7 +672,7 @@ def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new
     return native.half(
         own_rows, other_rows, game.weights, game.board_live, game.forest_fold_payoff, game.forest_showdown_stake,
         game.trunk_fold_payoff if trunk else np.zeros((0,)), game.norm, avg[player] if halves else avg,
-        comp[player] if halves else comp, scalars, ints, lanes=lanes, split=split, slots=game.forest_slots,
+        comp[player] if halves else comp, scalars, ints, locked=locked, policy=locked_policy, lanes=lanes, split=split, slots=game.forest_slots,
         trunk=game.trunk_slots, dealt=game.dealt, clamp=config.rule in rules.CLAMPED,
         compensated=config.dtype == "float32", unweighted=config.rule in rules.UNWEIGHTED_AVERAGE)
 
@@ -683,7 +687,7 @@ def fused_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
     `cfrjax.iteration`)."""
     if _on_platform(lambda cpu: cpu and not (spot_kernel.INTERPRET or turn_kernel.INTERPRET)):
         if t is not None and _native_half_applies(game, config, regret, comp, locked, leaf):
-            return _native_half(game, config, regret, avg, comp, player, b_t, w_new, t, raw)
+            return _native_half(game, config, regret, avg, comp, player, b_t, w_new, t, raw, locked, locked_policy)
         if _spot_half_applies(game, config, regret, locked, leaf):
             return _spot_half(game, config, regret, avg, comp, player, b_t, w_new, average)
         return None
