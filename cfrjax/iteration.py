@@ -235,8 +235,8 @@ def split_step(game, state: SolverState) -> SolverState:
     t_prev = state.iteration.astype(dt)
     regret = jax.tree.map(lambda r: rules.discount(cfg, r, t_prev), state.regret)
     wide = _columns(state.regret) >= WIDE_COLUMNS
-    stored = (state.regret, rules.discount_factors(cfg, t_prev)) if wide else None
     raw = (state.regret, rules.discount_factors(cfg, t_prev))
+    stored = raw if wide else None
     avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf
     players = (None,) if cfg.order == "simultaneous" else (0, 1)
     kept = None

@@ -738,22 +738,16 @@ ffi::Error Half(ffi::Buffer<DT> own, ffi::Buffer<DT> other, ffi::Buffer<DT> weig
 
 }  // namespace
 
+#define CFRJAX_F(DT) .Arg<ffi::Buffer<DT>>()
 #define CFRJAX_I32 .Arg<ffi::Buffer<ffi::S32>>()
 #define CFRJAX_I64(NAME) .Attr<int64_t>(NAME)
 
 #define CFRJAX_FOREST(NAME, DT)                                                                                  \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                                 \
       NAME, Forest<DT>,                                                                                          \
-      ffi::Ffi::Bind()                                                                                           \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>() CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32     \
-              CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I64("lanes") CFRJAX_I64("off0")       \
+      ffi::Ffi::Bind() CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) \
+          CFRJAX_F(DT) CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32     \
+              CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I64("lanes") CFRJAX_I64("off0")                  \
                   CFRJAX_I64("off1") CFRJAX_I64("roff0") CFRJAX_I64("roff1") CFRJAX_I64("s0") CFRJAX_I64("s1")    \
                       CFRJAX_I64("t0") CFRJAX_I64("t1") CFRJAX_I64("dealt")                                       \
           .Ret<ffi::Buffer<DT>>()                                                                                \
@@ -763,24 +757,13 @@ ffi::Error Half(ffi::Buffer<DT> own, ffi::Buffer<DT> other, ffi::Buffer<DT> weig
 #define CFRJAX_HALF(NAME, DT)                                                                                    \
   XLA_FFI_DEFINE_HANDLER_SYMBOL(                                                                                 \
       NAME, Half<DT>,                                                                                            \
-      ffi::Ffi::Bind()                                                                                           \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<DT>>()                                                                                \
-          .Arg<ffi::Buffer<ffi::PRED>>() CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32        \
+      ffi::Ffi::Bind() CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) \
+          CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) CFRJAX_F(DT) .Arg<ffi::Buffer<ffi::PRED>>()        \
               CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32   \
-                  CFRJAX_I32 CFRJAX_I32 CFRJAX_I64("lanes") CFRJAX_I64("split")      \
-                      CFRJAX_I64("s0") CFRJAX_I64("s1") CFRJAX_I64("t0") CFRJAX_I64("t1") CFRJAX_I64("dealt")     \
-                          CFRJAX_I64("clamp") CFRJAX_I64("compensated") CFRJAX_I64("unweighted")                  \
+                  CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32 CFRJAX_I32         \
+                      CFRJAX_I64("lanes") CFRJAX_I64("split") CFRJAX_I64("s0") CFRJAX_I64("s1") CFRJAX_I64("t0")  \
+                          CFRJAX_I64("t1") CFRJAX_I64("dealt") CFRJAX_I64("clamp") CFRJAX_I64("compensated")      \
+                              CFRJAX_I64("unweighted")                                                            \
           .Ret<ffi::Buffer<DT>>()                                                                                \
           .Ret<ffi::Buffer<DT>>()                                                                                \
           .Ret<ffi::Buffer<DT>>());

@@ -41,8 +41,8 @@ sums, the loop, prefix scans and sorted terminals; elsewhere pulled sums, `vmap`
 On CPU, where the native library builds (`cfrjax.public.native`), a regret pass's boards
 run as one native call (`_native_boards`), and a river or turn spot's whole (half-)update
 as another (`_native_half`, through the form's `fused_half`); the XLA form stays for
-the rest (evaluation, reports, predictive rules, raked games, locks, batch axes) and
-where no compiler is.
+the rest (evaluation, reports, raked games, batch axes; the predictive rules' and the
+flop's updates around the native boards) and where no compiler is.
 
 With the tabular deal distribution `w0 w1 / Z`, a tabular regret of (player p, hand h,
 node) equals the public regret times `w_p[h]`, and a tabular average omits the weight the
@@ -346,6 +346,15 @@ def _native_applies(game: PublicGame, cpu: bool, batch: tuple) -> bool:
             and native.available())
 
 
+def _native_ints(game: PublicGame) -> dict:
+    """The int32 operands both native calls read (`native.forest`, `native.half`): the
+    showdown and card tables and the forest's tree."""
+    return dict(sorted=game.sd_sorted, cards=game.sd_card_sorted, index=game.sd_index, hand_cards=game.hand_cards,
+                card_hands=game.card_hands, parent=game.forest_parent, lane_slot=game.forest_lane_slot,
+                fold_node=game.forest_fold_node, showdown_node=game.forest_showdown_node,
+                slot_node=game.forest_slot_node, slot_child=game.forest_slot_child)
+
+
 def _native_boards(game: PublicGame, sig, regret, roffs: dict, root, lanes, trunk=(0, 0)):
     """Every board's forest by `native.forest`: `(root values [B, R, L, H], regret, y)`, the
     lanes' rows as `_boards` returns them. `sig`: `((array, first row), ...)` of player 0's
@@ -354,12 +363,7 @@ def _native_boards(game: PublicGame, sig, regret, roffs: dict, root, lanes, trun
     B = game.num_boards
     dt = root.dtype
     R = game.num_roots
-    ints = dict(sorted=game.sd_sorted, cards=game.sd_card_sorted, index=game.sd_index, hand_cards=game.hand_cards,
-                card_hands=game.card_hands, parent=game.forest_parent,
-                lane_slot=game.forest_lane_slot, fold_node=game.forest_fold_node,
-                showdown_node=game.forest_showdown_node, slot_node=game.forest_slot_node,
-                slot_child=game.forest_slot_child,
-                root_group=game.board_group if game.board_groups else np.zeros(B, np.int32))
+    ints = dict(_native_ints(game), root_group=game.board_group if game.board_groups else np.zeros(B, np.int32))
     (s0a, o0), (s1a, o1) = sig
     return native.forest(s0a, s1a, regret, root.reshape((-1,) + root.shape[-2:]), game.board_live,
                          game.forest_fold_payoff, game.forest_showdown_stake, game.norm, ints, lanes=lanes,
@@ -619,8 +623,8 @@ NATIVE_HALF_RULES = ("cfr", "cfr+", "lcfr", "dcfr", "dcfr-postflop")
 def _native_half_applies(game: PublicGame, config, regret, comp, locked, leaf) -> bool:
     first = regret[0] if isinstance(regret, tuple) else regret
     return (NATIVE_HALF and config is not None and config.rule in NATIVE_HALF_RULES
-            and (locked is None or jnp.ndim(locked) == 2) and leaf is None and game.leaf_fn is None and not game.board_groups and game.trunk_dealt is None
-            and first.ndim == 2 and game.weights.ndim == 2 and jnp.ndim(game.norm) == 0
+            and (locked is None or jnp.ndim(locked) == 2) and leaf is None and game.leaf_fn is None
+            and not game.board_groups and game.trunk_dealt is None and first.ndim == 2 and game.weights.ndim == 2 and jnp.ndim(game.norm) == 0
             and (config.dtype != "float32" or (comp[0] if isinstance(comp, tuple) else comp).dtype == first.dtype)
             and _native_applies(game, True, ()))
 
@@ -658,20 +662,15 @@ def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new
     one = jnp.ones((), dt)
     pos, neg = (one, one) if factors is None else factors
     scalars = jnp.stack([jnp.asarray(x, dt) for x in (rules.mean_coefficient(b_t, w_new), pos, neg)])
-    empty = np.zeros((0,), np.int32)
+    # A river has no trunk (its trunk arrays are empty) and one forest root.
     trunk = len(game.trunk_levels) > 0
-    ints = dict(sorted=game.sd_sorted, cards=game.sd_card_sorted, index=game.sd_index, hand_cards=game.hand_cards,
-                card_hands=game.card_hands, parent=game.forest_parent, lane_slot=game.forest_lane_slot,
-                fold_node=game.forest_fold_node, showdown_node=game.forest_showdown_node,
-                slot_node=game.forest_slot_node, slot_child=game.forest_slot_child,
-                trunk_parent=game.trunk_parent if trunk else empty,
-                trunk_lane_slot=game.trunk_lane_slot if trunk else np.zeros((0, 2), np.int32),
-                trunk_fold_node=game.trunk_fold_node if trunk else empty,
-                trunk_slot_node=game.trunk_slot_node, trunk_slot_child=game.trunk_slot_child,
-                root_chance=game.root_chance if trunk else empty)
+    ints = dict(_native_ints(game), trunk_parent=game.trunk_parent, trunk_lane_slot=game.trunk_lane_slot,
+                trunk_fold_node=game.trunk_fold_node, trunk_slot_node=game.trunk_slot_node,
+                trunk_slot_child=game.trunk_slot_child,
+                root_chance=game.root_chance if trunk else np.zeros((0,), np.int32))
     return native.half(
         own_rows, other_rows, game.weights, game.board_live, game.forest_fold_payoff, game.forest_showdown_stake,
-        game.trunk_fold_payoff if trunk else np.zeros((0,)), game.norm, avg[player] if halves else avg,
+        game.trunk_fold_payoff, game.norm, avg[player] if halves else avg,
         comp[player] if halves else comp, scalars, ints, locked=locked, policy=locked_policy, lanes=lanes, split=split, slots=game.forest_slots,
         trunk=game.trunk_slots, dealt=game.dealt, clamp=config.rule in rules.CLAMPED,
         compensated=config.dtype == "float32", unweighted=config.rule in rules.UNWEIGHTED_AVERAGE)
