@@ -11,11 +11,14 @@ fills it, the next `--warm-runs` read it), DCFR alternating float32:
   (`cfrjax.public.showdown_kernel`, NVIDIA GPUs), the rest in XLA;
 * `turn_kernels`: as `kernel`, the rest of the (half-)iteration in the turn's own kernels
   (`cfrjax.public.turn_kernel`, the default where it applies). The other variants switch
-  them off.
+  them off. The showdowns run as the CUDA kernel where it builds
+  (`cfrjax.public.cuda_showdown`, the default; its library built beforehand, once per
+  machine), else as the Pallas one (`cuda_showdown` in each record says which);
+* `turn_kernels_pallas`: as `turn_kernels` with the CUDA showdown switched off.
 
 For each: build seconds, wall to the target (`solve(..., eval_every=10,
 target_exploitability=0.3% of the pot)` from the build's start, after imports and the
-backend's start, `backend_init_s`), the iteration it stopped
+backend's start with its memory pool, `backend_init_s`), the iteration it stopped
 at and its float64 exploitability, then steady ms/iter (`common.time_solve`), peak device
 memory and the per-kernel device time of 20 iterations (`kernel_profile.profile_run`).
 Records in `bench/results/spot_speed.jsonl`.
@@ -47,15 +50,19 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     from cfrjax.forms import starting_pot
     from cfrjax.games.poker import load_poker_config
     from cfrjax.games.poker.public import build_public
-    from cfrjax.public import showdown_kernel, turn_kernel
+    from cfrjax.public import cuda_showdown, showdown_kernel, turn_kernel
     from common import environment, peak_memory_bytes, time_solve
     from kernel_profile import profile_run
 
     enable_compile_cache(cache)
     showdown_kernel.ENABLED = variant != "sorted"
-    turn_kernel.ENABLED = variant == "turn_kernels"
+    turn_kernel.ENABLED = variant in ("turn_kernels", "turn_kernels_pallas")
+    cuda_showdown.ENABLED = cuda_showdown.ENABLED and variant != "turn_kernels_pallas"
     t_init = time.perf_counter()
-    jax.devices()   # the runtime up (as after imports in a user's script): timed apart
+    # The runtime up (as after imports in a user's script), timed apart: the backend and
+    # its memory pool (XLA reserves the GPU's memory on the first transfer, 2-2.5 s on an
+    # H200 with jax 0.11.2, which otherwise landed in the first array the build put there).
+    jax.block_until_ready(jax.device_put(0.0))
     t0 = time.perf_counter()
     game = build_public(load_poker_config(cfrjax.load.spec_path(spot)), terminals="dense" if variant == "dense" else "sorted")
     build_s = time.perf_counter() - t0
@@ -66,7 +73,8 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     rec = dict(game=spot, variant=variant, rule="dcfr", order="alternating", dtype="float32", build_s=build_s,
                import_s=t_init - t_start, backend_init_s=t0 - t_init, wall_to_target_s=wall, target=target, stop_iteration=int(trace.iteration[-1]),
                exploitability=float(trace.exploitability[-1]), kernel_used=showdown_kernel.ENABLED and variant != "dense",
-               turn_kernels=turn_kernel.ENABLED)
+               turn_kernels=turn_kernel.ENABLED,
+               cuda_showdown=showdown_kernel.ENABLED and variant != "dense" and cuda_showdown.available())
     if profile:
         rec.update(time_solve(game, state, 100, repeats=5))
         rec["peak_device_bytes"] = peak_memory_bytes()

@@ -200,10 +200,28 @@ def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
     assert np.array_equal(first, last) and np.array_equal(first, one)
 
 
-def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(monkeypatch):
+def _showdown_kernel_form(cuda: bool, monkeypatch):
+    """Switch the showdown kernel's form: the CUDA kernel (`cfrjax.public.cuda_showdown`,
+    an NVIDIA GPU with `nvcc` only: skipped elsewhere) or the Pallas one (compiled on an
+    NVIDIA GPU, else in Pallas's interpreter)."""
+    from cfrjax.public import cuda_showdown, showdown_kernel
+    monkeypatch.setattr(showdown_kernel, "INTERPRET", jax.default_backend() != "gpu")
+    monkeypatch.setattr(cuda_showdown, "ENABLED", cuda)
+    jax.clear_caches()   # the form is chosen while tracing: a cached trace of the other one must not be reused
+    if cuda and not cuda_showdown.available():
+        pytest.skip(f"the CUDA showdown kernel is not available: {cuda_showdown.why_unavailable()}")
+
+
+def _runs_cuda(fn, *args) -> bool:
+    """Whether `fn`'s lowering calls the CUDA showdown kernel."""
+    return "CfrjaxShowdownCuda" in jax.jit(fn).lower(*args).as_text()
+
+
+@pytest.mark.parametrize("cuda", [False, True], ids=["pallas", "cuda"])
+def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(cuda, monkeypatch):
     """A turn's river boards, mapped over with `vmap` as `cfrjax.public.passes` maps them
-    off the CPU, run their showdowns as the Pallas kernel (compiled on an NVIDIA GPU, else
-    in Pallas's interpreter), each board a subgame of one call: the one-board XLA form's
+    off the CPU, run their showdowns as the showdown kernel (`_showdown_kernel_form`),
+    each board a subgame of one call: the one-board XLA form's
     values to float32 rounding, against float64, also under a second `vmap` over ranges
     (one set of tables: the ranges become more nodes) and over tables (more subgames),
     and on one board unmapped."""
@@ -214,7 +232,7 @@ def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(monkeypatch):
     game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
     r = jnp.asarray(np.random.default_rng(1).random((B, 2, 1, H, 3)), jnp.float32)     # per board [K, L, H, batch]
     f = lambda b, v: pt.showdown_diff(game, b, v, False)                               # noqa: E731
-    monkeypatch.setattr(showdown_kernel, "INTERPRET", jax.default_backend() != "gpu")
+    _showdown_kernel_form(cuda, monkeypatch)
 
     def kernel_calls(fn, *args):
         """Shapes of the reach going into each showdown kernel call of `fn`'s trace."""
@@ -230,6 +248,7 @@ def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(monkeypatch):
     assert kernel_calls(jax.vmap(f), tb, r) == [(B, 6, H)]
     assert kernel_calls(by_ranges, tb, r_first) == [(B, 6, H)]
     assert kernel_calls(by_tables, stacked, r_first) == [(3 * B, 2, H)]
+    assert _runs_cuda(jax.vmap(f), tb, r) == cuda
     runs = {"boards": jax.jit(jax.vmap(f))(tb, r),
             "ranges": jnp.moveaxis(jax.jit(by_ranges)(tb, r_first), 0, -1),
             "tables": jnp.moveaxis(jax.jit(by_tables)(stacked, r_first), 0, -1),
@@ -306,14 +325,16 @@ def test_fold_kernel_equals_the_xla_form(monkeypatch):
     assert np.array_equal(kernel, direct) and not np.array_equal(kernel, xla)
 
 
-@pytest.mark.parametrize("rows", [1, 2])
-def test_showdown_kernels_equal_the_xla_form(rows, monkeypatch):
-    """The Pallas showdown kernel (compiled on an NVIDIA GPU, else in Pallas's
-    interpreter) gives the XLA batch-first form's values to float32 rounding, on padded
-    card lists, and `showdown_diff` runs it exactly where it is used; with several of a
-    subgame's rows per program too (two: a last block of one)."""
-    from cfrjax.public import showdown_kernel
+@pytest.mark.parametrize("cuda, rows", [(False, 1), (False, 2), (True, 1), (True, 2), (True, 4)],
+                         ids=["pallas-1", "pallas-2", "cuda-1", "cuda-2", "cuda-4"])
+def test_showdown_kernels_equal_the_xla_form(cuda, rows, monkeypatch):
+    """The showdown kernel (`_showdown_kernel_form`) gives the XLA batch-first form's
+    values to float32 rounding, on padded card lists, and `showdown_diff` runs it exactly
+    where it is used; with several of a subgame's rows per program (Pallas) or block
+    (CUDA) too, five rows a subgame: a last block of one."""
+    from cfrjax.public import cuda_showdown, showdown_kernel
     monkeypatch.setattr(showdown_kernel, "FEW_PROGRAMS_BLOCKS", showdown_kernel.FEW_PROGRAMS_BLOCKS[:3] + (rows,))
+    monkeypatch.setattr(cuda_showdown, "ROWS", rows)
     tables = _padded_tables(2, 7, combos=150)
     nb, _, H = tables["sd_sorted"].shape
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
@@ -325,9 +346,10 @@ def test_showdown_kernels_equal_the_xla_form(rows, monkeypatch):
     assert not showdown_kernel.used(r)
     xla = np.asarray(diff(board, r))
     monkeypatch.setattr(showdown_kernel, "ENABLED", True)
-    monkeypatch.setattr(showdown_kernel, "INTERPRET", jax.default_backend() != "gpu")
+    _showdown_kernel_form(cuda, monkeypatch)
     assert showdown_kernel.used(r) and not showdown_kernel.used(r.astype(jnp.float64) if jax.config.jax_enable_x64 else 0 * r.astype(jnp.bfloat16))
     kernel = np.asarray(diff(board, r))
+    assert _runs_cuda(lambda b, v: pt.showdown_diff(game, b, v, False), board, r) == cuda
     direct = np.asarray(jax.jit(pt._showdown_kernel)(board, r))
     exact = np.stack([pt._rows(jnp.asarray(r[..., i], jnp.float64), lambda x: pt._showdown_sorted_hm(
         {k: jnp.asarray(tables[k][i, 0]) for k in board}, x, False)) for i in range(nb)], -1) \

@@ -16,11 +16,12 @@ as whole-array passes over memory. Three native calls replace them on CPU:
   (`bench/results/cpu_speed.jsonl`, note "session 26 final"; postflop-solver 0.089 and
   27.5).
 
-Built on first use: the C++ source shipped with the package is compiled with the system's
-C++ compiler (`$CXX`, else `c++` / `g++`) against the XLA FFI headers of the installed
-jaxlib (`jax.ffi.include_dir()`), into `$XDG_CACHE_HOME/cfrjax/native/<key>/`
-(`~/.cache/cfrjax/native`, `cfrjax.compile_cache.cache_home`; the key hashes the source, the jaxlib version, the flags and
-the CPU: it is built for this CPU's instruction set), a few seconds once per machine. Without a compiler, or where the build
+Built on first use (`cfrjax.public.ffi_library`): the C++ source shipped with the package
+is compiled with the system's C++ compiler (`$CXX`, else `c++` / `g++`) against the XLA
+FFI headers of the installed jaxlib (`jax.ffi.include_dir()`), into
+`$XDG_CACHE_HOME/cfrjax/native/<key>/` (`~/.cache/cfrjax/native`; the key hashes the
+source, the jaxlib version, the flags and the CPU: it is built for this CPU's instruction
+set), a few seconds once per machine. Without a compiler, or where the build
 fails, `available()` is false (the reason in `why_unavailable()`) and the XLA form runs:
 the two agree to rounding (tested). `CFRJAX_NATIVE=0` switches it off.
 
@@ -31,19 +32,15 @@ finds its custom call without tracing anything.
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
 import os
 import platform
 import shutil
-import subprocess
-import tempfile
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.compile_cache import cache_home
+from cfrjax.public.ffi_library import FfiLibrary
 
 __all__ = ["ENABLED", "available", "forest", "half", "showdown", "why_unavailable"]
 
@@ -59,8 +56,6 @@ _HALF_TARGETS = {"float32": "CfrjaxHalfF32", "float64": "CfrjaxHalfF64"}
 # faster with AVX-512 than with the baseline SSE2 on this project's EPYC); no fused
 # multiply-adds: the compensated average's TwoSum needs its roundings as written.
 _FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off")
-_state: dict = {}
-
 
 def _cpu_id() -> bytes:
     """The CPU's model and instruction-set flags (the library is built for this CPU,
@@ -73,18 +68,6 @@ def _cpu_id() -> bytes:
         return platform.processor().encode()
 
 
-def _library_path() -> str:
-    """Where this source, jaxlib and CPU's library lives (`<cache_home()>/native/<key>/`)."""
-    import jaxlib
-    src = []
-    for name in _SOURCES:
-        with open(name, "rb") as f:
-            src.append(f.read())
-    key = hashlib.sha256(b"\0".join([*src, jaxlib.__version__.encode(), " ".join(_FLAGS).encode(),
-                                     platform.machine().encode(), platform.system().encode(), _cpu_id()])).hexdigest()[:16]
-    return os.path.join(cache_home(), "native", key, "libcfrjax_native.so")
-
-
 def _compiler() -> str | None:
     for name in (os.environ.get("CXX"), "c++", "g++", "clang++"):
         if name and shutil.which(name):
@@ -92,63 +75,31 @@ def _compiler() -> str | None:
     return None
 
 
-def _build(path: str) -> None:
-    """Compile the source into `path` (written to a temporary name, then renamed: processes
-    building side by side each end with a whole library)."""
+def _command(sources: tuple, output: str) -> list:
     cxx = _compiler()
     if cxx is None:
         raise RuntimeError("no C++ compiler found (set CXX, or install g++)")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=os.path.dirname(path))
-    os.close(fd)
-    try:
-        cmd = [cxx, *_FLAGS, "-I", jax.ffi.include_dir(), *_SOURCES, "-o", tmp]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode:
-            raise RuntimeError(f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    return [cxx, *_FLAGS, "-I", jax.ffi.include_dir(), *sources, "-o", output]
 
 
-def _register(path: str) -> None:
-    lib = ctypes.cdll.LoadLibrary(path)
-    for target in (*_TARGETS.values(), *_FOREST_TARGETS.values(), *_HALF_TARGETS.values()):
-        jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, target)), platform="cpu")
-    _state["lib"] = lib
-
-
-def _load(build: bool) -> bool:
-    """Register the library, building it first when `build` and it is missing; remember
-    a failure (its reason) so the build is tried once per process."""
-    if "lib" in _state:
-        return True
-    if "error" in _state:
-        return False
-    try:
-        path = _library_path()
-        if not os.path.exists(path):
-            if not build:
-                return False
-            _build(path)
-        _register(path)
-        return True
-    except Exception as e:   # noqa: BLE001 (any failure leaves the XLA form in place, with its reason)
-        _state["error"] = f"{type(e).__name__}: {e}"
-        return False
+_LIBRARY = FfiLibrary(
+    name="libcfrjax_native.so", sources=_SOURCES,
+    targets=(*_TARGETS.values(), *_FOREST_TARGETS.values(), *_HALF_TARGETS.values()), platform="cpu",
+    command=_command,
+    key=lambda: b"\0".join([" ".join(_FLAGS).encode(), platform.machine().encode(), platform.system().encode(),
+                            _cpu_id()]))
 
 
 def available() -> bool:
     """Whether the native showdown runs (`ENABLED`, and the library builds and loads)."""
-    return ENABLED and _load(build=True)
+    return ENABLED and _LIBRARY.load(build=True)
 
 
 def why_unavailable() -> str | None:
     """Why `available()` is false (`None` when it is true)."""
     if not ENABLED:
         return "switched off (cfrjax.public.native.ENABLED, CFRJAX_NATIVE=0)"
-    return None if available() else _state.get("error")
+    return None if available() else _LIBRARY.error()
 
 
 def _target(targets: dict, dtype, what: str) -> str:
@@ -276,4 +227,4 @@ def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payo
 
 
 if ENABLED:
-    _load(build=False)
+    _LIBRARY.load(build=False)

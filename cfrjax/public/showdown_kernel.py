@@ -1,4 +1,9 @@
-"""The per-subgame sorted showdown as one Pallas kernel (NVIDIA GPUs): batches of river spots.
+"""The per-subgame sorted showdown as one kernel (NVIDIA GPUs): batches of river spots, a turn's or flop's boards.
+
+`showdown` runs the CUDA kernel of `cfrjax.public.cuda_showdown` where it builds (the
+toolkit's `nvcc` found) and the sizes fit it: its table lives in shared memory (the full-
+range turn's showdowns 59 -> 34 us an iteration on an H200). Elsewhere it runs the Pallas
+(Triton) kernel below, which needs nothing but jaxlib.
 
 `cfrjax.public.terminals._showdown_batch_first` in XLA runs the showdown of `nb` subgames,
 each on its own board, as row gathers, a windowed prefix sum fused into the assembly of
@@ -33,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from cfrjax.pallas_gpu import nvidia_gpu, pow2
+from cfrjax.public import cuda_showdown
 
 #: Use the kernel on NVIDIA GPUs (set False to run the XLA form there, e.g. on a jaxlib
 #: without Pallas's Triton lowering).
@@ -165,6 +171,8 @@ def showdown(x, sorted_t, cards_t, index_t):
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
 
+    if cuda_showdown.available() and cuda_showdown.fits(x.shape[2], *cards_t.shape[1:]):
+        return cuda_showdown.showdown(x, sorted_t, cards_t, index_t)
     nb, Q, H = x.shape
     C, M = cards_t.shape[1:]
     shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (nb * Q, H))

@@ -22,9 +22,10 @@ Notation: `H` hands of one shared hand list, `r [H]` the opponent's reach at a t
   list, or in card `c`'s list). No own-hand correction is needed: `h` is neither weaker
   nor stronger than itself. O(H) per terminal after one sort per board (build time:
   `showdown_tables`): gathers, prefix sums, gathers, for all of a board's showdowns
-  (and both players, and batch entries) at once. In float32 on an NVIDIA GPU one Pallas
-  kernel does it (`cfrjax.public.showdown_kernel`): for a batch of spots with a board
-  each, and for a turn's or flop's river boards, all in one launch. On a CPU one board's
+  (and both players, and batch entries) at once. In float32 on an NVIDIA GPU one kernel
+  does it (`cfrjax.public.showdown_kernel`: CUDA where `nvcc` builds it, else Pallas):
+  for a batch of spots with a board each, and for a turn's or flop's river boards, all
+  in one launch. On a CPU one board's
   showdowns run as native code where it builds (`cfrjax.public.native`, an XLA FFI
   custom call: the same table in two loops; a batch with a board per subgame in one
   call; the XLA form below otherwise).
