@@ -69,78 +69,62 @@ __device__ __forceinline__ void block_exclusive_scan(float (&v)[R], float (*warp
 // Limits of the kernel's register tiles: hands (H), cards (C) and hands per card (M).
 constexpr int kMaxHands = 1536, kMaxCards = 52, kMaxPerCard = 64;
 
-// A block per (subgame, `R` node rows), the rows side by side: each index read from the
-// subgame's tables serves all `R` rows. Every global load the block needs (the rows, the
-// sorted order, the cards' hands, the hands' table entries) is issued first, into
-// registers, so the block waits for memory once; then the table is built in shared
-// memory and read back from there.
-template <int T, int R>
-__global__ void __launch_bounds__(T) showdown_kernel(const float* __restrict__ x, const int* __restrict__ sorted,
-                                                     const int* __restrict__ cards, const int* __restrict__ index,
-                                                     float* __restrict__ out, int Q, int H, int C, int M, int groups) {
-  constexpr int W = T / 32;
-  constexpr int HPT = (kMaxHands + T - 1) / T;   // hands (and sorted positions) per thread
-  constexpr int KPW = (kMaxCards + W - 1) / W;   // cards per warp
-  static_assert(R <= W, "a warp per row scans the warp sums");
+template <int T>
+struct Tile {
+  static constexpr int W = T / 32;
+  static constexpr int HPT = (kMaxHands + T - 1) / T;   // hands (and sorted positions) per thread
+  static constexpr int KPW = (kMaxCards + W - 1) / W;   // cards per warp
   static_assert(kMaxPerCard == 64, "a card's hands are two chunks of 32");
-  extern __shared__ float smem[];
-  __shared__ float warp_sums[R][33];
-  const int X = H + 1;                    // xs row: the reach, entry H zero (the cards' padding)
-  const int TW = H + 1 + C * (M + 1);     // tab row: G, then -D_c card after card
-  float* xs = smem;                       // [R, X]
-  float* tab = smem + R * X;              // [R, TW]
-  const int b = blockIdx.x / groups;
-  const int q0 = (blockIdx.x % groups) * R;
-  const int nr = min(R, Q - q0);
-  const size_t row0 = (static_cast<size_t>(b) * Q + q0) * H;
+  int2 e[HPT][3];   // table entries of hands threadIdx.x + i T
+  int sv[HPT];      // the hands at sorted positions p0 + i (H past the chunk)
+  int cv[KPW][2];   // card w + kk W's hands m = 2 lane + c (H past the card)
+};
+
+// The register tiles of subgame b's tables (sorted order, cards' hands, table entries).
+template <int T>
+__device__ __forceinline__ void load_tables(Tile<T>& t, const int* __restrict__ sorted, const int* __restrict__ cards,
+                                            const int* __restrict__ index, int b, int H, int C, int M, int per, int p0) {
+  constexpr int W = Tile<T>::W;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const int* srt = sorted + static_cast<size_t>(b) * H;
   const int* crd = cards + static_cast<size_t>(b) * C * M;
   const int* idx = index + static_cast<size_t>(b) * H * 6;
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int per = (H + T - 1) / T;        // sorted positions per thread, a contiguous chunk from p0
-  const int p0 = threadIdx.x * per;
-  // 1. Every global load, into registers.
-  float xv[R][HPT];
-  int2 e[HPT][3];
-  int sv[HPT], cv[KPW][2];
 #pragma unroll
-  for (int i = 0; i < HPT; ++i) {
+  for (int i = 0; i < Tile<T>::HPT; ++i) {
     const int h = threadIdx.x + i * T;
-#pragma unroll
-    for (int r = 0; r < R; ++r) xv[r][i] = (h < H && r < nr) ? x[row0 + r * H + h] : 0.f;
     const int2* eh = reinterpret_cast<const int2*>(idx + static_cast<size_t>(h < H ? h : 0) * 6);
 #pragma unroll
-    for (int j = 0; j < 3; ++j) e[i][j] = eh[j];
-    sv[i] = (i < per && p0 + i < H) ? srt[p0 + i] : H;
+    for (int j = 0; j < 3; ++j) t.e[i][j] = eh[j];
+    t.sv[i] = (i < per && p0 + i < H) ? srt[p0 + i] : H;
   }
 #pragma unroll
-  for (int kk = 0; kk < KPW; ++kk) {
+  for (int kk = 0; kk < Tile<T>::KPW; ++kk) {
     const int k = w + kk * W;
 #pragma unroll
     for (int c = 0; c < 2; ++c) {
-      const int m = c * 32 + lane;
-      cv[kk][c] = (k < C && m < M) ? crd[k * M + m] : H;
+      const int m = 2 * lane + c;
+      t.cv[kk][c] = (k < C && m < M) ? crd[k * M + m] : H;
     }
   }
-  // 2. The rows into shared memory.
-#pragma unroll
-  for (int i = 0; i < HPT; ++i) {
-    const int h = threadIdx.x + i * T;
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      if (h < H) xs[r * X + h] = xv[r][i];
-    }
-  }
-  if (threadIdx.x < R) xs[threadIdx.x * X + H] = 0.f;
-  __syncthreads();
-  // 3. G = P - P[H] / 2 over the hands in strength order; its entry H = P[H] / 2.
+}
+
+// The table of `R` rows whose reach is in shared memory (`xs`, rows of X = H + 1, entry H
+// zero) into `tab` (rows of TW): G = P - P[H] / 2 over the hands in strength order (its
+// entry H = P[H] / 2), then -D_c = P_c[M] / 2 - P_c over each card's hands in strength
+// order, a warp per card. Starts after a barrier over the writes of `xs`; its first
+// barrier (in the scan) comes after every read of `tab` before it.
+template <int T, int R>
+__device__ __forceinline__ void build_table(const Tile<T>& t, const float* xs, float* tab, float (*warp_sums)[33],
+                                            int H, int C, int M, int X, int TW, int per, int p0) {
+  constexpr int W = Tile<T>::W, HPT = Tile<T>::HPT;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   float gv[R][HPT], run[R], total[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     run[r] = 0.f;
 #pragma unroll
     for (int i = 0; i < HPT; ++i) {
-      gv[r][i] = xs[r * X + sv[i]];
+      gv[r][i] = xs[r * X + t.sv[i]];
       run[r] += gv[r][i];
     }
   }
@@ -155,44 +139,93 @@ __global__ void __launch_bounds__(T) showdown_kernel(const float* __restrict__ x
     }
     if (threadIdx.x == 0) tab[r * TW + H] = half;
   }
-  // 4. -D_c = P_c[M] / 2 - P_c over card c's hands in strength order, a warp per card.
 #pragma unroll
-  for (int kk = 0; kk < KPW; ++kk) {
+  for (int kk = 0; kk < Tile<T>::KPW; ++kk) {
     const int k = w + kk * W;
     if (k < C) {
       const int base = H + 1 + k * (M + 1);
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        const float v0 = xs[r * X + cv[kk][0]], v1 = xs[r * X + cv[kk][1]];
-        const float i0 = warp_inclusive_scan(v0, lane);
-        const float i1 = warp_inclusive_scan(v1, lane) + __shfl_sync(0xffffffffu, i0, 31);
-        const float tot = __shfl_sync(0xffffffffu, i1, 31);
+        // Two hands a lane, one warp scan of their sums (shuffles share the shared-memory
+        // pipe, the kernel's bound: half the shuffles of a scan per 32 hands).
+        const float v0 = xs[r * X + t.cv[kk][0]], v1 = xs[r * X + t.cv[kk][1]];
+        const float pair = v0 + v1;
+        const float inc = warp_inclusive_scan(pair, lane);
+        const float tot = __shfl_sync(0xffffffffu, inc, 31);
         const float half = 0.5f * tot;
-        float* t = tab + r * TW + base;
-        if (lane < M) t[lane] = half - (i0 - v0);
-        if (32 + lane < M) t[32 + lane] = half - (i1 - v1);
-        if (lane == 0) t[M] = half - tot;
+        const float ex = inc - pair;
+        float* d = tab + r * TW + base;
+        if (2 * lane < M) d[2 * lane] = half - ex;
+        if (2 * lane + 1 < M) d[2 * lane + 1] = half - (ex + v0);
+        if (lane == 0) d[M] = half - tot;
       }
     }
   }
+}
+
+// Hand threadIdx.x + i T's value from a table row: its six entries, G[lt] + G[le] - D_c1[lt1]
+// - D_c1[le1] - D_c2[lt2] - D_c2[le2].
+template <int T>
+__device__ __forceinline__ float pick(const Tile<T>& t, const float* tab, int i) {
+  float acc = tab[t.e[i][0].x];
+  acc += tab[t.e[i][0].y];
+  acc += tab[t.e[i][1].x];
+  acc += tab[t.e[i][1].y];
+  acc += tab[t.e[i][2].x];
+  acc += tab[t.e[i][2].y];
+  return acc;
+}
+
+// A block per (subgame, `R` node rows), the rows side by side: each index read from the
+// subgame's tables serves all `R` rows. Every global load the block needs (the rows, the
+// sorted order, the cards' hands, the hands' table entries) is issued first, into
+// registers, so the block waits for memory once; then the table is built in shared
+// memory and read back from there.
+template <int T, int R>
+__global__ void __launch_bounds__(T) showdown_kernel(const float* __restrict__ x, const int* __restrict__ sorted,
+                                                     const int* __restrict__ cards, const int* __restrict__ index,
+                                                     float* __restrict__ out, int Q, int H, int C, int M, int groups) {
+  constexpr int HPT = Tile<T>::HPT;
+  static_assert(R <= Tile<T>::W, "a warp per row scans the warp sums");
+  extern __shared__ float smem[];
+  __shared__ float warp_sums[R][33];
+  const int X = H + 1, TW = H + 1 + C * (M + 1);
+  float* xs = smem;                       // [R, X]
+  float* tab = smem + R * X;              // [R, TW]
+  const int b = blockIdx.x / groups;
+  const int q0 = (blockIdx.x % groups) * R;
+  const int nr = min(R, Q - q0);
+  const size_t row0 = (static_cast<size_t>(b) * Q + q0) * H;
+  const int per = (H + T - 1) / T;        // sorted positions per thread, a contiguous chunk from p0
+  const int p0 = threadIdx.x * per;
+  float xv[R][HPT];
+#pragma unroll
+  for (int i = 0; i < HPT; ++i) {
+    const int h = threadIdx.x + i * T;
+#pragma unroll
+    for (int r = 0; r < R; ++r) xv[r][i] = (h < H && r < nr) ? x[row0 + r * H + h] : 0.f;
+  }
+  Tile<T> t;
+  load_tables<T>(t, sorted, cards, index, b, H, C, M, per, p0);
+#pragma unroll
+  for (int i = 0; i < HPT; ++i) {
+    const int h = threadIdx.x + i * T;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (h < H) xs[r * X + h] = xv[r][i];
+    }
+  }
+  if (threadIdx.x < R) xs[threadIdx.x * X + H] = 0.f;
   __syncthreads();
-  // 5. Each hand's six entries: G[lt] + G[le] - D_c1[lt1] - D_c1[le1] - D_c2[lt2] - D_c2[le2].
+  build_table<T, R>(t, xs, tab, warp_sums, H, C, M, X, TW, per, p0);
+  __syncthreads();
 #pragma unroll
   for (int i = 0; i < HPT; ++i) {
     const int h = threadIdx.x + i * T;
     if (h < H) {
 #pragma unroll
       for (int r = 0; r < R; ++r) {
-        if (r < nr) {
-          const float* t = tab + r * TW;
-          float acc = t[e[i][0].x];
-          acc += t[e[i][0].y];
-          acc += t[e[i][1].x];
-          acc += t[e[i][1].y];
-          acc += t[e[i][2].x];
-          acc += t[e[i][2].y];
-          out[row0 + r * H + h] = acc;
-        }
+        if (r < nr) out[row0 + r * H + h] = pick<T>(t, tab + r * TW, i);
       }
     }
   }

@@ -34,14 +34,18 @@ __all__ = ["ENABLED", "available", "showdown", "why_unavailable"]
 
 #: Use the CUDA kernel where it builds (the tests switch it off to compare).
 ENABLED = os.environ.get("CFRJAX_CUDA", "1").strip().lower() not in ("0", "false", "off", "no")
-#: Threads per block and node rows per block (side by side: each table index read serves
-#: them all); built for 512 threads and 1, 2 or 4 rows. H200, the full-range turn, the
-#: kernel's microseconds per iteration, CFR+ simultaneous / DCFR alternating: (512, 2)
-#: 34.5 / 36.9; (512, 1) 40.9 / 43.3, (512, 4) 33.4 / 42.7, (256, 2) 35.6 / 38.2, (1024,
-#: 2) 47.0 / 48.0; a minimum of 2, 3 blocks per multiprocessor (`__launch_bounds__`) at
-#: (512, 2) 34.4 / 36.6, 40.6 / 44.8, at (512, 4) 33.8 / 43.3 (the Pallas kernel: 59.2 /
-#: 65.1).
-THREADS, ROWS = 512, 2
+#: Threads per block, and node rows per block (side by side: each table index read serves
+#: them all): `MANY_ROWS_BLOCK` rows where a call has `MANY_ROWS` rows or more, else
+#: `ROWS`; built for 512 threads and 1, 2 or 4 rows. H200, the full-range turn, the
+#: kernel's microseconds per iteration, CFR+ simultaneous (2,400 rows a call) / DCFR
+#: alternating (1,200), with two hands a lane in the cards' scans: (512, 2) 32.9 / 35.2,
+#: (512, 4) 30.7 / 39.1. Before that change (a hand a lane): (512, 2) 34.5 / 36.9; (512,
+#: 1) 40.9 / 43.3, (512, 4) 33.4 / 42.7, (256, 2) 35.6 / 38.2, (1024, 2) 47.0 / 48.0; a
+#: minimum of 2, 3 blocks per multiprocessor (`__launch_bounds__`) at (512, 2) 34.4 / 36.6,
+#: 40.6 / 44.8; persistent blocks (a grid of one wave, each block a run of rows, keeping a
+#: subgame's tables in registers and loading the next row during this one) 34.1 / 38.4
+#: with a hand a lane, 32.0 / 36.5 with two: not kept. The Pallas kernel: 59.2 / 65.1.
+THREADS, ROWS, MANY_ROWS, MANY_ROWS_BLOCK = 512, 2, 2400, 4
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _TARGET = "CfrjaxShowdownCuda"
@@ -127,8 +131,9 @@ def showdown(x, sorted_t, cards_t, index_t):
         raise RuntimeError(f"the CUDA showdown is not available: {why_unavailable()}")
     call = jax.ffi.ffi_call(_TARGET, jax.ShapeDtypeStruct(x.shape, jnp.float32))
     i32 = lambda a: jnp.asarray(a, jnp.int32)   # noqa: E731
+    rows = MANY_ROWS_BLOCK if x.shape[0] * x.shape[1] >= MANY_ROWS else ROWS
     return call(jnp.asarray(x, jnp.float32), i32(sorted_t), i32(cards_t), i32(index_t),
-                rows=np.int64(ROWS), threads=np.int64(THREADS))
+                rows=np.int64(rows), threads=np.int64(THREADS))
 
 
 def _register_built() -> None:
