@@ -260,15 +260,24 @@ ffi::Error Showdown(cudaStream_t stream, ffi::Buffer<ffi::F32> x, ffi::Buffer<ff
     return ffi::Error::InvalidArgument("cfrjax showdown: at most 1536 hands, 52 cards and 64 hands per card");
   }
   if (nb * Q == 0 || H == 0) return ffi::Error::Success();
-  cudaError_t err = cudaSuccess;
+  if (threads != 512) return ffi::Error::InvalidArgument("cfrjax showdown: built for 512 threads a block");
+  // Fewer rows a block where the GPU has less shared memory per block (a T4 has 64 KB:
+  // four of the turn's rows take 76).
+  int device = 0, optin = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (err != cudaSuccess) return ffi::Error::Internal(cudaGetErrorString(err));
+  const int64_t row_bytes = (2 * (H + 1) + C * (M + 1) + 33) * static_cast<int64_t>(sizeof(float));
+  while (rows > 1 && rows * row_bytes > optin) rows /= 2;
   const float* xp = x.typed_data();
   const int *sp = sorted.typed_data(), *cp = cards.typed_data(), *ip = index.typed_data();
   float* op = out->typed_data();
-#define CFRJAX_LAUNCH(T, R) \
-  if (threads == T && rows == R) err = launch<T, R>(stream, xp, sp, cp, ip, op, nb, Q, H, C, M); else
-  CFRJAX_LAUNCH(512, 1) CFRJAX_LAUNCH(512, 2) CFRJAX_LAUNCH(512, 4)
-  return ffi::Error::InvalidArgument("cfrjax showdown: no kernel for these threads and rows");
-#undef CFRJAX_LAUNCH
+  switch (rows) {
+    case 1: err = launch<512, 1>(stream, xp, sp, cp, ip, op, nb, Q, H, C, M); break;
+    case 2: err = launch<512, 2>(stream, xp, sp, cp, ip, op, nb, Q, H, C, M); break;
+    case 4: err = launch<512, 4>(stream, xp, sp, cp, ip, op, nb, Q, H, C, M); break;
+    default: return ffi::Error::InvalidArgument("cfrjax showdown: rows a block must be 1, 2 or 4");
+  }
   if (err != cudaSuccess) return ffi::Error::Internal(cudaGetErrorString(err));
   return ffi::Error::Success();
 }

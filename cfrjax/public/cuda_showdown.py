@@ -36,7 +36,8 @@ __all__ = ["ENABLED", "available", "showdown", "why_unavailable"]
 ENABLED = os.environ.get("CFRJAX_CUDA", "1").strip().lower() not in ("0", "false", "off", "no")
 #: Threads per block, and node rows per block (side by side: each table index read serves
 #: them all): `MANY_ROWS_BLOCK` rows where a call has `MANY_ROWS` rows or more, else
-#: `ROWS`; built for 512 threads and 1, 2 or 4 rows. H200, the full-range turn, the
+#: `ROWS`; built for 512 threads and 1, 2 or 4 rows (fewer where the GPU's shared memory
+#: per block does not hold them: a T4 has 64 KB, four of the turn's rows take 76). H200, the full-range turn, the
 #: kernel's microseconds per iteration, CFR+ simultaneous (2,400 rows a call) / DCFR
 #: alternating (1,200), with two hands a lane in the cards' scans: (512, 2) 32.9 / 35.2,
 #: (512, 4) 30.7 / 39.1. Before that change (a hand a lane): (512, 2) 34.5 / 36.9; (512,
