@@ -2,13 +2,15 @@
 // (`cfrjax.public.cuda_showdown`).
 //
 // Same tables and formula as `cfrjax.public.showdown_kernel` (the module docstring of
-// `cfrjax.public.terminals`): a block per (subgame, `rows` node rows) reads a row of the
-// reach into shared memory, builds the row's whole table there (the prefix sums `G` over
-// the hands in strength order and `-D_c` over each card's hands, a warp per card), and
-// sums each hand's six table entries from it. The Pallas kernel writes its table to
-// global memory and reads it back by gathers through the caches; here every gather is a
-// shared-memory access, and global memory sees only the reach row read and the values
-// written, both coalesced, plus the subgame's index tables (read through L1).
+// `cfrjax.public.terminals`): a block per (subgame, `R` node rows) reads its rows of the
+// reach into shared memory, builds each row's whole table there (the prefix sums `G` over
+// the hands in strength order, a block scan, and `-D_c` over each card's hands, a warp per
+// card, two hands a lane), and sums each hand's six table entries from it. The Pallas
+// kernel writes its table to global memory and reads it back by gathers through the
+// caches; here every gather is a shared-memory access, and global memory sees only the
+// rows read and the values written, both coalesced, plus the subgame's index tables (read
+// once a block, into registers). Shared memory's pipe, which warp shuffles share, bounds
+// the kernel.
 //
 // Layouts (row-major): x, out [nb, Q, H] float32; sorted [nb, H], cards [nb, C, M]
 // (padding H), index [nb, H, 6] int32 (`terminals.showdown_tables`).
@@ -29,12 +31,6 @@ __device__ __forceinline__ float warp_inclusive_scan(float v, int lane) {
     float n = __shfl_up_sync(0xffffffffu, v, o);
     if (lane >= o) v += n;
   }
-  return v;
-}
-
-__device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }
 
