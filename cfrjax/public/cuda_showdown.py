@@ -11,7 +11,8 @@ GPU against the XLA form).
 Built on first use (`cfrjax.public.ffi_library`) with the CUDA toolkit's `nvcc`
 (`$CUDACXX`, `$CUDA_HOME/bin/nvcc`, `nvcc` on the path, `/usr/local/cuda/bin/nvcc`) for the
 architectures it supports among sm_75 (Turing, Colab's T4), sm_80 (Ampere, Ada runs it)
-and sm_90 (Hopper), plus PTX for newer GPUs, a few seconds once per machine. Without
+and sm_90 (Hopper), plus PTX for newer GPUs: 13-16 s once per machine on the H200's host,
+kept beside the CPU library under `~/.cache/cfrjax/native`. Without
 `nvcc`, or where the build fails, `available()` is false (the reason in
 `why_unavailable()`) and the Pallas kernel runs. `CFRJAX_CUDA=0` switches it off.
 """
@@ -30,7 +31,7 @@ import numpy as np
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.public.ffi_library import FfiLibrary
 
-__all__ = ["ENABLED", "available", "showdown", "why_unavailable"]
+__all__ = ["ENABLED", "available", "fits", "showdown", "why_unavailable"]
 
 #: Use the CUDA kernel where it builds (the tests switch it off to compare).
 ENABLED = os.environ.get("CFRJAX_CUDA", "1").strip().lower() not in ("0", "false", "off", "no")
