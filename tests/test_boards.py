@@ -184,8 +184,11 @@ def _padded_tables(nb: int, seed: int, combos: int = 300) -> dict:
 @pytest.mark.parametrize("lists", ["river", "padded"])
 def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
     """The batch-first sorted showdown (accelerators) gives the batch-last form's numbers
-    bit for bit, and each board's own one-board form's: on full river lists and on card
-    lists with padding (its zero row)."""
+    bit for bit on CPU, and each board's own one-board form's: on full river lists and on
+    card lists with padding (its zero row). On a GPU, to 1e-12 of the sums' scale: there
+    the test passed alone but failed bit for bit in a run of the whole file (session 27,
+    `bench/results/gpu_test_run.txt`), separately compiled float64 programs not being
+    bound to one rounding (as `tests/test_layout.py` found of scatter-adds)."""
     tables = pb.board_tables(_boards(2, 5)) if lists == "river" else _padded_tables(4, 5)
     nb, _, H = tables["sd_sorted"].shape
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
@@ -197,7 +200,12 @@ def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
     last = np.asarray(run())
     one = np.stack([pt._showdown_sorted_hm({k: jnp.asarray(tables[k][i, 0]) for k in board}, x[..., i], False)
                     for i in range(nb)], -1)
-    assert np.array_equal(first, last) and np.array_equal(first, one)
+    if jax.default_backend() == "cpu":
+        assert np.array_equal(first, last) and np.array_equal(first, one)
+    else:
+        tol = 1e-12 * float(np.abs(np.asarray(x)).sum(axis=0).max())
+        np.testing.assert_allclose(first, last, rtol=0, atol=tol)
+        np.testing.assert_allclose(first, one, rtol=0, atol=tol)
 
 
 def _showdown_kernel_form(cuda: bool, monkeypatch):
