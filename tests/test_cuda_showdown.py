@@ -65,7 +65,7 @@ def test_build_targets_the_toolkits_architectures_plus_ptx(tmp_path, nvcc_env):
     assert [a for a in cmd if a.startswith("-gencode")] == [
         "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=sm_90",
         "-gencode=arch=compute_90,code=compute_90"]
-    assert cmd[-3:] == ["k.cu", "-o", "out.so"] and jax.ffi.include_dir() in cmd
+    assert cmd[-3:] == ["k.cu", "-o", "out.so"] and jax.ffi.include_dir() in cmd and "--threads=0" in cmd
     nvcc_env(_fake_nvcc(tmp_path, [100, 120]))
     with pytest.raises(RuntimeError, match="compiles for none of sm_75, sm_80, sm_90"):
         cuda_showdown._command(("k.cu",), "out.so")

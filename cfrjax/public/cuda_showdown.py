@@ -11,7 +11,8 @@ GPU against the XLA form).
 Built on first use (`cfrjax.public.ffi_library`) with the CUDA toolkit's `nvcc`
 (`$CUDACXX`, `$CUDA_HOME/bin/nvcc`, `nvcc` on the path, `/usr/local/cuda/bin/nvcc`) for the
 architectures it supports among sm_75 (Turing, Colab's T4), sm_80 (Ampere, Ada runs it)
-and sm_90 (Hopper), plus PTX for newer GPUs: 13-16 s once per machine on the H200's host,
+and sm_90 (Hopper), plus PTX for newer GPUs: 13-16 s once per machine on the H200's host
+(before the architectures were compiled side by side, `--threads=0`: not timed since),
 kept beside the CPU library under `~/.cache/cfrjax/native`. Without
 `nvcc`, or where the build fails, `available()` is false (the reason in
 `why_unavailable()`) and the Pallas kernel runs. `CFRJAX_CUDA=0` switches it off.
@@ -81,8 +82,9 @@ def _command(sources: tuple, output: str) -> list:
     archs = _archs()
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
     gencode.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
-    return [_nvcc(), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", *gencode, "-I", jax.ffi.include_dir(),
-            *sources, "-o", output]
+    # --threads=0: the architectures compiled side by side on every core (nvcc 11.2 and later).
+    return [_nvcc(), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "--threads=0", *gencode, "-I",
+            jax.ffi.include_dir(), *sources, "-o", output]
 
 
 def _key() -> bytes:
