@@ -227,11 +227,14 @@ __global__ void __launch_bounds__(T) showdown_kernel(const float* __restrict__ x
   }
 }
 
+// Floats of shared memory one row of a block takes: its reach (H + 1) and its table.
+inline int64_t row_floats(int64_t H, int64_t C, int64_t M) { return 2 * (H + 1) + C * (M + 1); }
+
 template <int T, int R>
 cudaError_t launch(cudaStream_t stream, const float* x, const int* sorted, const int* cards, const int* index,
                    float* out, int64_t nb, int64_t Q, int64_t H, int64_t C, int64_t M) {
   const int64_t groups = (Q + R - 1) / R;
-  const size_t smem = static_cast<size_t>(R) * (2 * (H + 1) + C * (M + 1)) * sizeof(float);
+  const size_t smem = static_cast<size_t>(R * row_floats(H, C, M)) * sizeof(float);
   if (smem > 48 * 1024) {
     cudaError_t err = cudaFuncSetAttribute(showdown_kernel<T, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem));
@@ -263,7 +266,7 @@ ffi::Error Showdown(cudaStream_t stream, ffi::Buffer<ffi::F32> x, ffi::Buffer<ff
   cudaError_t err = cudaGetDevice(&device);
   if (err == cudaSuccess) err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (err != cudaSuccess) return ffi::Error::Internal(cudaGetErrorString(err));
-  const int64_t row_bytes = (2 * (H + 1) + C * (M + 1) + 33) * static_cast<int64_t>(sizeof(float));
+  const int64_t row_bytes = (row_floats(H, C, M) + 33) * static_cast<int64_t>(sizeof(float));   // + its warp sums
   while (rows > 1 && rows * row_bytes > optin) rows /= 2;
   const float* xp = x.typed_data();
   const int *sp = sorted.typed_data(), *cp = cards.typed_data(), *ip = index.typed_data();

@@ -65,12 +65,18 @@ def _nvcc() -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
-def _archs() -> tuple:
-    """The architectures of `_ARCHS` that `nvcc` compiles for."""
+def _nvcc_required() -> str:
+    """`_nvcc()`, or a `RuntimeError` saying how to provide one (the build's reason)."""
     nvcc = _nvcc()
     if nvcc is None:
         raise RuntimeError("no nvcc found (set CUDA_HOME or CUDACXX, or install the CUDA toolkit)")
+    return nvcc
+
+
+@functools.lru_cache(maxsize=None)
+def _archs() -> tuple:
+    """The architectures of `_ARCHS` that `nvcc` compiles for."""
+    nvcc = _nvcc_required()
     listed = subprocess.run([nvcc, "--list-gpu-arch"], capture_output=True, text=True).stdout.split()
     archs = tuple(a for a in _ARCHS if f"compute_{a}" in listed) if listed else _ARCHS
     if not archs:
@@ -90,9 +96,7 @@ def _command(sources: tuple, output: str) -> list:
 def _key() -> bytes:
     """The toolkit the library is built with: `nvcc`'s path, size and time (no subprocess,
     so registering a built library at import stays cheap)."""
-    nvcc = _nvcc()
-    if nvcc is None:
-        raise RuntimeError("no nvcc found (set CUDA_HOME or CUDACXX, or install the CUDA toolkit)")
+    nvcc = _nvcc_required()
     st = os.stat(os.path.realpath(nvcc))
     return f"{os.path.realpath(nvcc)} {st.st_size} {st.st_mtime_ns} {_ARCHS}".encode()
 

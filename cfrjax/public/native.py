@@ -57,6 +57,7 @@ _HALF_TARGETS = {"float32": "CfrjaxHalfF32", "float64": "CfrjaxHalfF64"}
 # multiply-adds: the compensated average's TwoSum needs its roundings as written.
 _FLAGS = ("-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", "-pthread", "-ffp-contract=off")
 
+
 def _cpu_id() -> bytes:
     """The CPU's model and instruction-set flags (the library is built for this CPU,
     `-march=native`: a cache shared with another kind of machine must not load it)."""

@@ -624,7 +624,8 @@ def _native_half_applies(game: PublicGame, config, regret, comp, locked, leaf) -
     first = regret[0] if isinstance(regret, tuple) else regret
     return (NATIVE_HALF and config is not None and config.rule in NATIVE_HALF_RULES
             and (locked is None or jnp.ndim(locked) == 2) and leaf is None and game.leaf_fn is None
-            and not game.board_groups and game.trunk_dealt is None and first.ndim == 2 and game.weights.ndim == 2 and jnp.ndim(game.norm) == 0
+            and not game.board_groups and game.trunk_dealt is None and first.ndim == 2 and game.weights.ndim == 2
+            and jnp.ndim(game.norm) == 0
             and (config.dtype != "float32" or (comp[0] if isinstance(comp, tuple) else comp).dtype == first.dtype)
             and _native_applies(game, True, ()))
 
@@ -671,8 +672,8 @@ def _native_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new
     return native.half(
         own_rows, other_rows, game.weights, game.board_live, game.forest_fold_payoff, game.forest_showdown_stake,
         game.trunk_fold_payoff, game.norm, avg[player] if halves else avg,
-        comp[player] if halves else comp, scalars, ints, locked=locked, policy=locked_policy, lanes=lanes, split=split, slots=game.forest_slots,
-        trunk=game.trunk_slots, dealt=game.dealt, clamp=config.rule in rules.CLAMPED,
+        comp[player] if halves else comp, scalars, ints, locked=locked, policy=locked_policy, lanes=lanes, split=split,
+        slots=game.forest_slots, trunk=game.trunk_slots, dealt=game.dealt, clamp=config.rule in rules.CLAMPED,
         compensated=config.dtype == "float32", unweighted=config.rule in rules.UNWEIGHTED_AVERAGE)
 
 
