@@ -18,10 +18,13 @@ fills it, the next `--warm-runs` read it), DCFR alternating float32:
 
 For each: build seconds, wall to the target (`solve(..., eval_every=10,
 target_exploitability=0.3% of the pot)` from the build's start, after imports and the
-backend's start with its memory pool, `backend_init_s`), the iteration it stopped
+backend's start with its memory pool, `backend_init_s`; `wall_with_backend_s` counts that start
+too), the iteration it stopped
 at and its float64 exploitability, then steady ms/iter (`common.time_solve`), peak device
 memory and the per-kernel device time of 20 iterations (`kernel_profile.profile_run`).
-Records in `bench/results/spot_speed.jsonl`.
+Records in `bench/results/spot_speed.jsonl`. `--preallocate false` runs the workers with
+`XLA_PYTHON_CLIENT_PREALLOCATE=false` (XLA's pool grows as needed instead of reserving 75% of
+the GPU's memory at the first transfer; `preallocate` in each record says which).
 
     python bench/spot_speed.py --variants dense,sorted,kernel --out bench/results/spot_speed_h200.jsonl
     python bench/spot_speed.py --spot hunl_flop_full --variants kernel,sorted
@@ -71,7 +74,9 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     _, trace = cfrjax.solve(game, state, eval_every=10, target_exploitability=target, max_iterations=1000)
     wall = time.perf_counter() - t0
     rec = dict(game=spot, variant=variant, rule="dcfr", order="alternating", dtype="float32", build_s=build_s,
-               import_s=t_init - t_start, backend_init_s=t0 - t_init, wall_to_target_s=wall, target=target, stop_iteration=int(trace.iteration[-1]),
+               import_s=t_init - t_start, backend_init_s=t0 - t_init, wall_to_target_s=wall,
+               wall_with_backend_s=wall + (t0 - t_init), target=target, stop_iteration=int(trace.iteration[-1]),
+               preallocate=os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true"),
                exploitability=float(trace.exploitability[-1]), kernel_used=showdown_kernel.ENABLED and variant != "dense",
                turn_kernels=turn_kernel.ENABLED,
                cuda_showdown=showdown_kernel.ENABLED and variant != "dense" and cuda_showdown.available())
@@ -91,25 +96,34 @@ def main(argv=None):
     p.add_argument("--variants", default="dense,sorted,kernel")
     p.add_argument("--out", default=OUT)
     p.add_argument("--warm-runs", type=int, default=1, help="fresh processes on the filled cache (the first is profiled)")
+    p.add_argument("--preallocate", choices=["true", "false"], default=None,
+                   help="XLA_PYTHON_CLIENT_PREALLOCATE for the workers (default: as inherited)")
+    p.add_argument("--note", default=None, help="a note stored in each record")
     p.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker:
         spot, variant, cache, profile = a.worker
         print(json.dumps(_worker(spot, variant, cache, profile == "1")))
         return 0
+    env = dict(os.environ)
+    if a.preallocate is not None:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = a.preallocate
     for variant in a.variants.split(","):
         with tempfile.TemporaryDirectory() as cache:
             for run, profile in [("cold cache", "0"), ("warm cache", "1")] + [("warm cache", "0")] * (a.warm_runs - 1):
                 out = subprocess.run([sys.executable, __file__, "--worker", a.spot, variant, cache, profile],
-                                     capture_output=True, text=True)
+                                     capture_output=True, text=True, env=env)
                 if out.returncode != 0:
                     print(out.stderr[-3000:], file=sys.stderr)
                     continue
                 rec = json.loads(out.stdout.strip().splitlines()[-1])
                 rec["cache"] = run
+                if a.note:
+                    rec["note"] = a.note
                 with open(a.out, "a") as f:
                     f.write(json.dumps(rec) + "\n")
-                print(variant, run, {k: rec.get(k) for k in ("backend_init_s", "build_s", "wall_to_target_s", "stop_iteration",
+                print(variant, run, {k: rec.get(k) for k in ("preallocate", "backend_init_s", "build_s", "wall_to_target_s",
+                                                              "wall_with_backend_s", "stop_iteration",
                                                               "exploitability", "ms_per_iter", "compile_s",
                                                               "peak_device_bytes", "device_us_per_iter")}, flush=True)
                 for k in rec.get("kernels", [])[:8]:

@@ -128,4 +128,6 @@ def test_the_pallas_kernel_runs_where_the_tiles_do_not_fit(monkeypatch):
     wide = jnp.zeros((1, 1, 4), jnp.float32)
     out = showdown_kernel.showdown(wide, jnp.zeros((1, 4), jnp.int32), jnp.full((1, 3, 65), 4, jnp.int32),
                                    jnp.zeros((1, 4, 6), jnp.int32))
-    assert len(calls) == 1 and out.shape == (1, 1, 4) and float(abs(out).max()) == 0.0   # 65 a card: Pallas
+    # 65 hands a card: the Pallas kernel (interpreted) ran, not the stub. Its values are not
+    # asserted: these lists point past the hands, which reads zeros on a CPU, NaN on a GPU.
+    assert len(calls) == 1 and out.shape == (1, 1, 4) and not bool((out == 7.0).any())
