@@ -324,7 +324,16 @@ def _load_game_quietly(source: str, chance: str, form: str | None = None):
     return game
 
 
+#: XLA's switch for reserving most of a GPU's memory at the first transfer (its own variable).
+_PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
+
+
 def _solve(args) -> dict:
+    # One solve's buffers are a small part of a GPU (a full-range turn 0.3 GB), and XLA
+    # reserving 75% of an H200's memory at the first transfer took 2.1-2.5 s of a 5 s cold
+    # turn solve: the command lets XLA's pool grow instead, unless the variable is set
+    # (bench/results/spot_speed_h200.jsonl, "session 28"). Before the backend starts.
+    os.environ.setdefault(_PREALLOCATE, "false")
     import jax
 
     if args.dtype == "float64":
@@ -431,6 +440,7 @@ def _solve(args) -> dict:
     record = dict(meta, nodes=sizes.get("nodes"), infosets=sizes.get("infosets"), slots=sizes.get("slots"),
                   depth=sizes.get("depth"), device=str(jax.devices()[0].device_kind),
                   backend=jax.default_backend(), jax=jax.__version__, build_s=round(build_s, 4),
+                  preallocate=os.environ.get(_PREALLOCATE),
                   compile_s=round(compile_s, 4), solve_s=round(solve_s, 4), ms_per_iter=1e3 * solve_s / max(1, ran))
     if args.checkpoint:
         record["resumed_from"] = run.resumed_from

@@ -38,6 +38,8 @@ def test_solve_json():
                 "infosets", "slots", "depth", "device", "compile_s", "solve_s", "ms_per_iter"):
         assert key in record
     assert record["iterations"] == 200 and record["nodes"] == 58 and record["infosets"] == 12
+    # The command lets XLA's GPU memory pool grow unless the user set the variable.
+    assert record["preallocate"] == os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     assert 0 < record["exploitability"] < 1e-2
     # --compile-cache: the solve's programs were kept there for the next run (`cfrjax.programs`).
     kept = [name for _, _, files in os.walk(os.path.join(_CACHE, "xla", "programs")) for name in files]
