@@ -176,3 +176,13 @@ def _release_executables():
     maps = _memory_maps()
     if maps is None or maps > MAX_MAPS:
         jax.clear_caches()
+
+
+@pytest.fixture(scope="module")
+def on_cpu():
+    """The CPU as JAX's default device for a whole module, the games its module fixtures
+    build included: the CPU's own paths (native code, the one-piece spot update) then run
+    and are checked on a GPU machine as well. Request it with
+    `pytestmark = pytest.mark.usefixtures("on_cpu")`."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield

@@ -17,15 +17,10 @@ from cfrjax.public import native
 from cfrjax.public import terminals as pt
 
 jax.config.update("jax_enable_x64", True)
+# CPU kernels: traced and run on the CPU also where the default device is a GPU.
+pytestmark = pytest.mark.usefixtures("on_cpu")
 
 TABLES = ("sd_sorted", "sd_card_sorted", "sd_index")
-
-
-@pytest.fixture(autouse=True)
-def _on_cpu():
-    """A CPU kernel: traced and run on the CPU also where the default device is a GPU."""
-    with jax.default_device(jax.devices("cpu")[0]):
-        yield
 
 
 def _spot(seed: int, combos: int = 200, ties: int = 30, hands_seed: int | None = None):

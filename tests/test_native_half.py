@@ -27,14 +27,14 @@ from selection import cases
 jax.config.update("jax_enable_x64", True)
 
 SWITCHES = ("NATIVE_HALF", "NATIVE_FOREST", "CPU_SPOT_HALF")
-pytestmark = pytest.mark.skipif(not native.available(), reason=f"native code unavailable: {native.why_unavailable()}")
+pytestmark = [pytest.mark.skipif(not native.available(), reason=f"native code unavailable: {native.why_unavailable()}"),
+              pytest.mark.usefixtures("on_cpu")]   # the games of `spots` too (on a GPU machine: sorted, on the CPU)
 
 
 @pytest.fixture(autouse=True)
-def _on_cpu_restored():
+def _switches_restored():
     saved = {k: getattr(pp, k) for k in SWITCHES}
-    with jax.default_device(jax.devices("cpu")[0]):
-        yield
+    yield
     for k, v in saved.items():
         setattr(pp, k, v)
 

@@ -14,6 +14,9 @@ import pytest
 import cfrjax
 from cfrjax.public import passes as public_passes
 
+# The CPU's path: on the CPU also on a GPU machine (the `river` game built there too).
+pytestmark = pytest.mark.usefixtures("on_cpu")
+
 RIVER = "games/hunl_river.toml"
 CONFIGS = [(rule, order, "float32") for rule in public_passes.SPOT_HALF_RULES
            for order in ("simultaneous", "alternating")] + [("dcfr", "alternating", "float64"),
