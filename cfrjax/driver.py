@@ -22,6 +22,7 @@ import numpy as np
 from cfrjax.best_response import exploitability_and_value, expected_values
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
 from cfrjax.forms import starting_pot
+from cfrjax.host import default_platform
 from cfrjax.iteration import join_slots, split_slots, split_step
 from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
@@ -71,7 +72,7 @@ def scan_unroll(state: SolverState) -> int:
     """The unroll factor of `run_steps`' scan: `SMALL_SOLVE_UNROLL` for a small solve
     traced for an accelerator, else 1 (on CPU the kernels, not the loop, are the cost, and
     unrolling only lengthens the compile). The same iterations either way."""
-    if jax.default_backend() == "cpu" or math.prod(jnp.shape(state.regret)) > SMALL_SOLVE_ENTRIES:
+    if default_platform() == "cpu" or math.prod(jnp.shape(state.regret)) > SMALL_SOLVE_ENTRIES:
         return 1
     return SMALL_SOLVE_UNROLL
 

@@ -16,7 +16,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["device_array"]
+__all__ = ["default_platform", "device_array"]
+
+
+def default_platform() -> str:
+    """The platform ("cpu", "gpu", ...) that new arrays and traced programs are for: that
+    of JAX's default device where one is set (`jax.default_device(...)`, part of jit's
+    cache key), else the default backend's. A GPU machine's user who works on its CPU
+    with `jax.default_device(jax.devices("cpu")[0])` then gets the CPU's choices
+    throughout (lowerings, the compensation's dtype, terminal forms, native code)."""
+    device = jax.config.jax_default_device
+    if device is not None:
+        return device if isinstance(device, str) else device.platform
+    return jax.default_backend()
 
 
 def device_array(x, dtype=None):

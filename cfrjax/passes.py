@@ -42,6 +42,7 @@ import numpy as np
 
 from cfrjax import matching_kernel
 from cfrjax.game import CompiledGame
+from cfrjax.host import default_platform
 
 #: Segments at most this wide are summed by an unrolled chain of adds, in member order
 #: (as a sequential scatter-add adds); wider ones by a reduction.
@@ -79,7 +80,8 @@ def edge_range(game: CompiledGame, player) -> tuple[int, int]:
 
 def traced_for_cpu() -> bool:
     """Whether the program being traced is for a CPU: the platform of JAX's default device
-    (`jax.default_device(...)`, part of jit's cache key), else of the default backend.
+    (`jax.default_device(...)`, part of jit's cache key), else of the default backend
+    (`cfrjax.host.default_platform`).
 
     The passes pick their lowering with it while tracing, so only that lowering is traced
     and lowered; `lax.platform_dependent` traces and lowers every branch (the full-range
@@ -87,10 +89,7 @@ def traced_for_cpu() -> bool:
     values (each is tested on CPU), so inputs committed to a device of another platform
     than the default run correctly, in the default's lowering; a Pallas kernel in it only
     lowers on an NVIDIA GPU (an error elsewhere, never another answer)."""
-    device = jax.config.jax_default_device
-    if device is not None:
-        return (device if isinstance(device, str) else device.platform) == "cpu"
-    return jax.default_backend() == "cpu"
+    return default_platform() == "cpu"
 
 
 def by_platform(game: CompiledGame, pull, scatter):

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax import xla_options
-from cfrjax.host import device_array
+from cfrjax.host import default_platform, device_array
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config
 
 
@@ -88,7 +88,7 @@ def resolve_dtype(dtype) -> str:
 
 def compensation_dtype(dtype: str, platform: str | None = None):
     """The dtype of `SolverState.avg_comp` in a solve of `dtype` on `platform` (default:
-    JAX's default backend): for float32, bfloat16 on an accelerator and float32 on CPU.
+    `cfrjax.host.default_platform()`): for float32, bfloat16 on an accelerator and float32 on CPU.
 
     The compensation is below half a float32 spacing of the mean, so its own leading 8
     bits carry the mean 8 bits past float32, and more add nothing measurable: Kuhn PCFR+
@@ -105,7 +105,7 @@ def compensation_dtype(dtype: str, platform: str | None = None):
     (and any other dtype) keeps its own: zeros, never updated."""
     if jnp.dtype(dtype) != jnp.float32:
         return jnp.dtype(dtype)
-    return jnp.dtype(jnp.float32 if (platform or jax.default_backend()) == "cpu" else jnp.bfloat16)
+    return jnp.dtype(jnp.float32 if (platform or default_platform()) == "cpu" else jnp.bfloat16)
 
 
 @functools.partial(xla_options.jit, static_argnums=(0, 1, 2))

@@ -1,6 +1,7 @@
 """`cfrjax.host.device_array`: host data placed on the device as `jnp.asarray` would place
 it (values, canonical dtype), without compiling anything; and a game built, a state made
-and a batch of states stacked compile nothing eagerly op by op."""
+and a batch of states stacked compile nothing eagerly op by op. `default_platform`: JAX's
+default device decides before the default backend."""
 
 import logging
 
@@ -11,7 +12,7 @@ import pytest
 
 import cfrjax
 from cfrjax.batch import init_batch
-from cfrjax.host import device_array
+from cfrjax.host import default_platform, device_array
 from random_games import random_spec
 
 
@@ -61,3 +62,19 @@ def test_build_init_and_stack_compile_one_program(compiles):
         game = cfrjax.compile_game(spec)
         init_batch(game, 3, rule="dcfr", dtype="float32")
     assert set(log.names) <= {"jit(_stacked)"} and len(log.names) == len(set(log.names)), log.names
+
+
+def test_default_device_decides_the_platform(monkeypatch):
+    """On a GPU machine (its default backend faked here) a user working on the CPU device
+    gets the CPU's choices: the passes' lowering, float32 compensation (so the native
+    update applies), no dense terminal matrices; without a default device, the GPU's."""
+    from cfrjax import passes
+    from cfrjax.state import compensation_dtype
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert default_platform() == "gpu" and not passes.traced_for_cpu()
+    assert compensation_dtype("float32") == jnp.bfloat16
+    with jax.default_device(jax.devices("cpu")[0]):
+        assert default_platform() == "cpu" and passes.traced_for_cpu()
+        assert compensation_dtype("float32") == jnp.float32 and compensation_dtype("float64") == jnp.float64
+        game = cfrjax.load_game("games/hunl_river.toml", form="public", random_hands=20, seed=1)
+        assert game.dense_showdown is None

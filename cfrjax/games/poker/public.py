@@ -38,11 +38,11 @@ import dataclasses
 import time
 from collections import deque
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.game import default_float_dtype, fingerprint
+from cfrjax.host import default_platform
 from cfrjax.games.poker.cards import (
     CARD_NAMES, COMBOS, NUM_COMBOS, PokerSpecError, combo_str, combos_blocked_by, parse_combo)
 from cfrjax.games.poker.config import PokerSubgameSpec
@@ -417,7 +417,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     # Several boards (a turn's river cards) on an NVIDIA GPU: every board's showdowns run as
     # one launch of the sorted showdown kernel, faster than the matrices and without their
     # memory (full-range turn, H200: 0.66 -> 0.39 ms/iter, 0.86 -> 0.36 GB).
-    if terminals == "dense" or (terminals == "auto" and jax.default_backend() != "cpu"
+    if terminals == "dense" or (terminals == "auto" and default_platform() != "cpu"
                                 and (B == 1 or not showdown_kernel.available())
                                 and pt.dense_bytes(B, H, np.dtype(pt.DENSE_DTYPE).itemsize) <= dense_limit_bytes):
         dense = pt.dense_tables(strength, hand_cards, live)
