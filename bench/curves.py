@@ -3,7 +3,7 @@ tab:ttt): curves of (iterations, exploitability, seconds) and the time to reach 
 
     python bench/curves.py [--games leduc,liars_dice_1x6,hunl_river,hunl_river_full,hunl_turn_full[,hunl_flop_full]]
         [--arms cfrjax,cfrjax-1core,openspiel,liteefg,noregret,postflop,texassolver]
-        [--postflop-solver DIR [--cargo-source-dir DIR]] [--texassolver DIR]
+        [--postflop-solver DIR [--cargo-source-dir DIR]] [--texassolver DIR] [--libratus DIR]
         [--liteefg-path DIR] [--noregret-venv DIR | --noregret-python PY] [--noregret-kernel numpy|cupy]
         [--specs .carry/specs] [--budget-scale 1] [--note TEXT] [--out PATH]
     python bench/curves.py --write-specs .carry/specs      # pickled GameSpecs for a machine without OpenSpiel
@@ -15,8 +15,10 @@ tables (one per device, every arm's ratio to cfrjax) and one log-log PNG per gam
 
 Games and targets (`GAMES`): Leduc and Liar's Dice 1x6 (OpenSpiel; targets 1e-3 and 1e-4 in
 its utility), `hunl_river` (the paper's K = 100 river spot), `hunl_river_full` and
-`hunl_turn_full` (full ranges); poker targets are 0.3% and 0.1% of the starting pot (20
-chips: 0.06 and 0.02 chips). Exploitability is NashConv / 2 everywhere, in the game's units.
+`hunl_turn_full` (full ranges); named in `--games` only: `hunl_turn_full_raise`,
+`hunl_flop_full` and `libratus_1` .. `libratus_4` (Libratus' endgames with their files'
+ranges, from `--libratus DIR`; cfrjax arms only). Poker targets are 0.3% and 0.1% of the
+starting pot (20 chips: 0.06 and 0.02 chips; an endgame's own pot). Exploitability is NashConv / 2 everywhere, in the game's units.
 Each arm runs until its exploitability is at or below the lower target at a checkpoint,
 or its solve time reaches the game's `max_solve_s`, or `max_iterations` (both times
 `--budget-scale`); checkpoints every `eval_every` iterations.
@@ -96,6 +98,14 @@ GAMES = {
     "hunl_flop_full": dict(title="Full-range flop", source="hunl_flop_full", kind="poker", forms=("public",),
                            eval_every=10, max_iterations=400, max_solve_s=600.0, timing_iterations=2, configs=1,
                            accelerator_only=True, default=False),
+    # Libratus' endgames in the public form, full ranges (the files' reach vectors), from
+    # `--libratus DIR` (its `subgame<k>.txt`): cfrjax arms only. 4 and 3 are river spots,
+    # 2 a river spot with a larger tree, 1 a turn.
+    **{f"libratus_{k}": dict(title=f"Libratus endgame {k}", source=f"subgame{k}.txt", kind="libratus",
+                             forms=("public",), eval_every=ev, max_iterations=mi, max_solve_s=ms,
+                             timing_iterations=ti, configs=1, default=False)
+       for k, ev, mi, ms, ti in ((4, 10, 4000, 20.0, 500), (3, 10, 4000, 20.0, 500), (2, 10, 2000, 60.0, 20),
+                                 (1, 20, 600, 120.0, 2))},
 }
 # `configs`: how many of --cfrjax-configs a game runs (default all; the full-range spots only
 # the default, DCFR: their peers run DCFR variants). The second form (hunl_river's tabular)
@@ -105,6 +115,8 @@ GAMES = {
 # iteration on a 2-core CPU); its peers run on the CPU as everywhere. `default=False`: run
 # only when named in `--games` (the flop: minutes per arm; measured against postflop-solver).
 THRESHOLDS = {"openspiel": (1e-3, 1e-4), "poker": (3e-3, 1e-3)}  # poker: fractions of the pot
+POKER_KINDS = ("poker", "libratus")
+LIBRATUS_ENV = "CFRJAX_LIBRATUS_DIR"  # `--libratus DIR`, for this process and the arms' processes
 ARMS = ("cfrjax", "cfrjax-1core", "openspiel", "liteefg", "noregret", "postflop", "texassolver")
 CFRJAX_CONFIGS = ("dcfr:alternating:linear", "cfr+:alternating:linear")  # dcfr "linear": its own t^gamma
 DEFAULT_CONFIG = "dcfr:alternating:linear"
@@ -117,14 +129,26 @@ ONE_THREAD_XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false"
 
 # ---------------------------------------------------------------- shared pieces
 
+def poker_spec(game_name: str):
+    """The `PokerSubgameSpec` of a poker game: a shipped spec, or a Libratus endgame file
+    of the folder `--libratus` named."""
+    from cfrjax.games.poker import load_libratus_endgame, load_poker_config
+    from cfrjax.load import spec_path
+    g = GAMES[game_name]
+    if g["kind"] != "libratus":
+        return load_poker_config(spec_path(g["source"]))
+    folder = os.environ.get(LIBRATUS_ENV)
+    if not folder:
+        raise SystemExit(f"{game_name} needs --libratus DIR, the folder of the Libratus endgame files")
+    return load_libratus_endgame(os.path.join(folder, g["source"]))
+
+
 def thresholds(game_name: str) -> tuple[list[float], str, float]:
     """(thresholds in the game's units, their unit's description, pot or 1)."""
     g = GAMES[game_name]
-    if g["kind"] != "poker":
+    if g["kind"] not in POKER_KINDS:
         return list(THRESHOLDS["openspiel"]), "utility", 1.0
-    from cfrjax.games.poker import load_poker_config
-    from cfrjax.load import spec_path
-    pot = float(load_poker_config(spec_path(g["source"])).pot)
+    pot = float(poker_spec(game_name).pot)
     return [t * pot for t in THRESHOLDS["poker"]], f"chips ({', '.join(f'{100 * t:g}%' for t in THRESHOLDS['poker'])} " \
                                                    f"of the {pot:g}-chip pot)", pot
 
@@ -194,7 +218,7 @@ def child_cfrjax(job: dict) -> list[dict]:
     if g["kind"] == "openspiel":
         game = cfrjax.load_game(get_spec(select(load_suite(), g["suite"])[0], job["specs"]))
     else:
-        game = cfrjax.load_game(g["source"], form=job["form"])
+        game = cfrjax.load_game(g["source"] if g["kind"] == "poker" else poker_spec(job["game"]), form=job["form"])
     build_s = time.perf_counter() - t0
     dev = jax.devices()[0]
     # A GPU runs an iteration 10-100x faster: time 10x as many for about as long a call.
@@ -333,7 +357,7 @@ class Runner:
         ths, unit, pot = thresholds(game_name)
         g = GAMES[game_name]
         return dict(bench="curves", game=game_name, title=g["title"], arm=arm, threshold_unit=unit,
-                    pot=pot if g["kind"] == "poker" else None, eval_every=g["eval_every"],
+                    pot=pot if g["kind"] in POKER_KINDS else None, eval_every=g["eval_every"],
                     machine_note=self.args.note, **self.env, **kw)
 
     def budget(self, game_name) -> dict:
@@ -478,7 +502,8 @@ class Runner:
         import postflop_peer
         g = GAMES[game_name]
         if g["kind"] != "poker":
-            return self.skip(game_name, "postflop-solver", "a poker solver; not a poker spot")
+            return self.skip(game_name, "postflop-solver", "a poker solver; not a poker spot" if g["kind"] not in
+                             POKER_KINDS else "Libratus' betting abstraction is not translated to its trees")
         if self._postflop is None:
             exe, why = postflop_peer.build_driver(self.args.postflop_solver, cargo_source_dir=self.args.cargo_source_dir,
                                                   rustflags=os.environ.get("RUSTFLAGS") or "-A dangerous_implicit_autorefs")
@@ -529,7 +554,8 @@ class Runner:
         import texassolver_peer as tsp
         g = GAMES[game_name]
         if g["kind"] != "poker":
-            return self.skip(game_name, "TexasSolver", "a poker solver; not a poker spot")
+            return self.skip(game_name, "TexasSolver", "a poker solver; not a poker spot" if g["kind"] not in
+                             POKER_KINDS else "Libratus' betting abstraction is not translated to its trees")
         if "flop" in game_name:
             return self.skip(game_name, "TexasSolver", "the flop is measured against postflop-solver, the faster "
                              "CPU peer on the river and turn")
@@ -605,11 +631,14 @@ def main(argv=None) -> int:
     ap.add_argument("--cargo-source-dir", default=None)
     ap.add_argument("--texassolver", default=None)
     ap.add_argument("--texassolver-exe", default=None)
+    ap.add_argument("--libratus", default=None, help="the folder of the Libratus endgame files (games libratus_<k>)")
     ap.add_argument("--note", default="", help="how the machine was (recorded in every record)")
     ap.add_argument("--out", default=None, help="default bench/results/curves_<device>.jsonl")
     ap.add_argument("--write-specs", metavar="DIR", help="pickle the OpenSpiel games' GameSpecs into DIR and exit")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.libratus:
+        os.environ[LIBRATUS_ENV] = os.path.abspath(os.path.expanduser(args.libratus))
     if args.child:
         job = json.loads(args.child)
         print("RESULT " + json.dumps(CHILDREN[job["arm"]](job)), flush=True)
