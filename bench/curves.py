@@ -258,6 +258,8 @@ def child_cfrjax(job: dict) -> list[dict]:
                    timing="curve from solve(eval_every, target) (float64 evaluation inside the executable); "
                           f"iterations timed apart: median of 3 uninterrupted solves of {M} iterations without "
                           "evaluation (compiled and warmed up first); seconds at t = t x that time per iteration")
+        if points[-1][2] > job["thresholds"][-1] and cap < job["max_iterations"]:
+            rec["stopped"] = "max_solve_s"   # the cap came from the time budget (its last point falls just short)
         out.append(finish(rec, points, job["thresholds"], job["budget"]))
     return out
 
