@@ -30,12 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.pallas_gpu import nvidia_gpu
-from cfrjax.public.ffi_library import FfiLibrary
+from cfrjax.public.ffi_library import FfiLibrary, switched_on
 
 __all__ = ["ENABLED", "available", "fits", "showdown", "why_unavailable"]
 
 #: Use the CUDA kernel where it builds (the tests switch it off to compare).
-ENABLED = os.environ.get("CFRJAX_CUDA", "1").strip().lower() not in ("0", "false", "off", "no")
+ENABLED = switched_on("CFRJAX_CUDA")
 #: Threads per block, and node rows per block (side by side: each table index read serves
 #: them all): `MANY_ROWS_BLOCK` rows where a call has `MANY_ROWS` rows or more, else
 #: `ROWS`; built for 512 threads and 1, 2 or 4 rows (fewer where the GPU's shared memory

@@ -25,6 +25,11 @@ import jax
 from cfrjax.compile_cache import cache_home
 
 
+def switched_on(variable: str) -> bool:
+    """A native library's environment switch: on unless `variable` is 0, false, off or no."""
+    return os.environ.get(variable, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
 @dataclasses.dataclass(eq=False)
 class FfiLibrary:
     """One native library: `sources` compiled by `command(sources, output)` (a list of

@@ -40,12 +40,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.public.ffi_library import FfiLibrary
+from cfrjax.public.ffi_library import FfiLibrary, switched_on
 
 __all__ = ["ENABLED", "available", "forest", "half", "showdown", "why_unavailable"]
 
 #: Use the native showdown on CPU where it builds (the tests switch it off to compare).
-ENABLED = os.environ.get("CFRJAX_NATIVE", "1").strip().lower() not in ("0", "false", "off", "no")
+ENABLED = switched_on("CFRJAX_NATIVE")
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCES = tuple(os.path.join(_HERE, f) for f in ("native_showdown.cc", "native_forest.cc"))

@@ -361,7 +361,6 @@ def _native_boards(game: PublicGame, sig, regret, roffs: dict, root, lanes, trun
     and 1's forest strategy rows; `roffs[p]`: the first forest row of lane p in `regret`;
     `root`: the forest roots' reach, `[R, 2, H]` or per turn card `[G, R, 2, H]`."""
     B = game.num_boards
-    dt = root.dtype
     R = game.num_roots
     ints = dict(_native_ints(game), root_group=game.board_group if game.board_groups else np.zeros(B, np.int32))
     (s0a, o0), (s1a, o1) = sig
@@ -681,7 +680,8 @@ def fused_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
                locked_policy=None, leaf=None, t=None, raw=None):
     """One (half-)update of `player`'s slots as the form's own kernels on an NVIDIA GPU
     (`cfrjax.public.spot_kernel`: a one-board dense spot; `turn_kernel`: a turn spot,
-    when switched on), or on CPU in one piece (`_spot_half`, a one-board spot):
+    when switched on), or on CPU in one piece (`_native_half`, a river or turn spot,
+    where the native library builds; else `_spot_half`, a one-board spot):
     `(regret, avg, avg_comp)` new, each whole or `player`'s half as given; `None` where
     they do not apply (the caller runs `regret_pass` and the generic updates,
     `cfrjax.iteration`)."""

@@ -2,7 +2,7 @@
 
 `showdown` runs the CUDA kernel of `cfrjax.public.cuda_showdown` where it builds (the
 toolkit's `nvcc` found) and the sizes fit it: its table lives in shared memory (the full-
-range turn's showdowns 59 -> 34 us an iteration on an H200). Elsewhere it runs the Pallas
+range turn's showdowns 59 -> 31 us an iteration on an H200). Elsewhere it runs the Pallas
 (Triton) kernel below, which needs nothing but jaxlib.
 
 `cfrjax.public.terminals._showdown_batch_first` in XLA runs the showdown of `nb` subgames,
@@ -168,11 +168,11 @@ def showdown(x, sorted_t, cards_t, index_t):
     Under `vmap` (`_showdown_vmap`) the mapped axis joins the subgames (or, where the
     tables are not mapped, the nodes), so one kernel runs for all of them: a turn's river
     boards, mapped over by `cfrjax.public.passes`, are subgames of one launch."""
+    if cuda_showdown.available() and cuda_showdown.fits(x.shape[2], *cards_t.shape[1:]):
+        return cuda_showdown.showdown(x, sorted_t, cards_t, index_t)
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
 
-    if cuda_showdown.available() and cuda_showdown.fits(x.shape[2], *cards_t.shape[1:]):
-        return cuda_showdown.showdown(x, sorted_t, cards_t, index_t)
     nb, Q, H = x.shape
     C, M = cards_t.shape[1:]
     shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (nb * Q, H))
