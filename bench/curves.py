@@ -8,7 +8,7 @@ tab:ttt): curves of (iterations, exploitability, seconds) and the time to reach 
         [--specs .carry/specs] [--budget-scale 1] [--note TEXT] [--out PATH]
     python bench/curves.py --write-specs .carry/specs      # pickled GameSpecs for a machine without OpenSpiel
 
-Writes `bench/results/curves_<device>.jsonl` (`cpu`, or the GPU's name: `h200`): one record
+Adds to `bench/results/curves_<device>.jsonl` (`cpu`, or the GPU's name: `h200`): one record
 per (game, arm, configuration), or a skip record with the reason; `python bench/report.py
 bench/results/curves_cpu.jsonl --plots bench/results` turns them into the time-to-target
 tables (one per device, every arm's ratio to cfrjax) and one log-log PNG per game.
@@ -668,6 +668,9 @@ def main(argv=None) -> int:
         raise SystemExit(f"unknown arm(s)/game(s) {', '.join(unknown)}; arms: {', '.join(ARMS)}; games: "
                          f"{', '.join(GAMES)}")
     run = Runner(args, env)
+    # Earlier runs' records in `out` stay: this run's are added after them (rewritten
+    # after each game, so a stopped run keeps the games it finished).
+    earlier = open(out).read() if os.path.exists(out) else ""
     for game_name in args.games.split(","):
         for arm in arms:
             if arm == "cfrjax-1core":
@@ -677,6 +680,7 @@ def main(argv=None) -> int:
                 getattr(run, arm.replace("-", "_"))(game_name)
         os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
         with open(out, "w") as f:
+            f.write(earlier)
             for r in run.records:
                 f.write(json.dumps(r, default=float) + "\n")
     print(f"{len(run.records)} records -> {out}", flush=True)

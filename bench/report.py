@@ -110,6 +110,15 @@ def latest_batched(records) -> list:
     return list(last.values())
 
 
+def latest_curves(records) -> list:
+    """The newest record (records are appended in time order, `bench/curves.py`) per
+    (device, game, arm): a file holding several runs gives each arm's latest."""
+    last = {}
+    for r in records:
+        last[(_curve_device(r), r["game"], r["arm"])] = r
+    return list(last.values())
+
+
 def batched_table(records, bandwidth) -> str:
     records = latest_batched(records)
     lines = []
@@ -340,7 +349,8 @@ def curves_table(records, compact: bool = False) -> str:
         r0 = recs[0]
         notes = sorted({r.get("machine_note") for r in recs if r.get("machine_note")})
         lines = [f"**{dev}** ({r0.get('cpu_count')} cores; jax {r0.get('jax')}; cfrjax commit {r0.get('commit')}; "
-                 f"run {r0.get('run_started', '?')}" + (f"; {'; '.join(notes)}" if notes else "") + "). "
+                 f"run {', '.join(sorted({r.get('run_started', '?') for r in recs}))}"
+                 + (f"; {'; '.join(notes)}" if notes else "") + "). "
                  f"Command: `{r0.get('run_command', 'python bench/curves.py')}`.", "",
                  ("| game (targets) | arm | ms/iter (CPU) | to target 1: s (CPU s) | x cfrjax (CPU) | "
                   "to target 2: s (CPU s) | x cfrjax (CPU) |" if compact else
@@ -442,7 +452,7 @@ def render(records, plots_dir=None, compact=False) -> str:
     if by.get("cpu_liteefg"):
         parts.append(cpu_liteefg_table(by["cpu_liteefg"]))
     if by.get("curves"):
-        parts.append(curves_table(by["curves"], compact))
+        parts.append(curves_table(latest_curves(by["curves"]), compact))
     if plots_dir:
         import os
         os.makedirs(plots_dir, exist_ok=True)
@@ -451,7 +461,7 @@ def render(records, plots_dir=None, compact=False) -> str:
         if by.get("batched"):
             plot_batched(by["batched"], os.path.join(plots_dir, "batched_throughput.png"))
         if by.get("curves"):
-            plot_curves(by["curves"], plots_dir)
+            plot_curves(latest_curves(by["curves"]), plots_dir)
     return "\n".join(parts)
 
 
