@@ -58,13 +58,15 @@ def test_too_large_openspiel_games_fail_fast_naming_the_estimate(game):
     assert "histories or more (estimated from random playouts)" in lines[0] and "max_nodes=50,000,000" in lines[0]
 
 
-def _interruptible():
-    """In the child before `exec`: SIGINT as a terminal leaves it (default action, not
-    blocked). A child inherits an ignored or blocked SIGINT from the thread that starts
-    it, and this one starts on the suite's background thread: in full-suite runs the
-    solve ignored the signal (60 s timeouts) though it stopped at once when run alone."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+#: Run before the solve, in the child's own interpreter, which then becomes the solve (`exec`):
+#: SIGINT as a terminal leaves it (default action, not blocked). A child inherits an ignored or
+#: blocked SIGINT from the thread that starts it, and this one starts on the suite's background
+#: thread: in full-suite runs the solve ignored the signal (60 s timeouts) though it stopped at
+#: once when run alone. Done in the child rather than as Popen's `preexec_fn`, which forks this
+#: multithreaded JAX process and draws JAX's fork warning.
+_INTERRUPTIBLE = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT}); "
+                  "os.execv(sys.executable, [sys.executable] + sys.argv[1:])")
 
 
 def _signal_state(pid: int) -> str:
@@ -78,9 +80,9 @@ def _signal_state(pid: int) -> str:
 
 def _ctrl_c_run():
     """A solve without a checkpoint interrupted by SIGINT once it runs: `(exit code, stderr)`."""
-    proc = subprocess.Popen([sys.executable, "-m", "cfrjax", "solve", "kuhn_poker", "--iterations", "100000",
-                             "--eval-every", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env(CFRJAX_TEST_CHUNK_DELAY_S="0.2"), cwd=ROOT, preexec_fn=_interruptible)
+    proc = subprocess.Popen([sys.executable, "-c", _INTERRUPTIBLE, "-m", "cfrjax", "solve", "kuhn_poker",
+                             "--iterations", "100000", "--eval-every", "10"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(CFRJAX_TEST_CHUNK_DELAY_S="0.2"), cwd=ROOT)
     try:
         deadline = time.monotonic() + 240         # until the first chunk has run (the test hook announces it)
         line = ""

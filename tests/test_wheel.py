@@ -1,10 +1,13 @@
 """The wheel works outside the source tree: built from this checkout (`built_wheel.py`),
-installed with `pip install --no-deps` into a fresh venv that sees this environment's
-packages (`--system-site-packages`: jax, OpenSpiel, ... are not downloaded again), then
-run from /tmp: `cfrjax games` lists the shipped poker specs and `cfrjax solve hunl_river`
-finds its spec by name. The venv's `cfrjax` must be the wheel's, not this checkout's
-editable install (whose import hook is visible through the system site-packages but comes
-after the venv's own site-packages on the path). The `cuda12` extra is checked by name in
+installed with `pip install --no-deps` into a fresh venv that sees the running
+environment's packages (jax, OpenSpiel, ... are not downloaded again), then run from /tmp:
+`cfrjax games` lists the shipped poker specs and `cfrjax solve hunl_river` finds its spec
+by name. The running environment is the one pytest runs in, a venv or not: its
+site-packages folders are named in a `.pth` file of the new venv (`--system-site-packages`
+would expose the base interpreter's packages instead, without jax when the suite runs in a
+user's venv). The folders are appended to the path as they are, their own `.pth` files
+not processed, so this checkout's editable install (an import hook set up by such a file)
+is not active, and the venv's `cfrjax` is the wheel's. The `cuda12` extra is checked by name in
 the wheel's METADATA.
 
 The build, the venv and the two command-line runs are one background job
@@ -14,6 +17,7 @@ The build, the venv and the two command-line runs are one background job
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 import time
@@ -43,6 +47,19 @@ def _collect(p):
     return dict(returncode=p.returncode, output=out)
 
 
+def _see_running_packages(python: str) -> dict:
+    """Name this process's site-packages folders in a `.pth` file of the venv whose
+    interpreter is `python` (its own site-packages stays first on the path)."""
+    try:
+        purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                 capture_output=True, text=True, timeout=TIMEOUT_S, check=True).stdout.strip()
+        with open(os.path.join(purelib, "_cfrjax_tests_running_env.pth"), "w") as f:
+            f.write("".join(p + "\n" for p in site.getsitepackages() if os.path.isdir(p)))
+    except (OSError, subprocess.SubprocessError) as e:
+        return dict(returncode=1, output=f"{type(e).__name__}: {e}")
+    return dict(returncode=0, output=purelib)
+
+
 def _install_and_run():
     t0 = time.perf_counter()
     built = built_wheel.build()
@@ -57,13 +74,14 @@ def _install_and_run():
     res["venv"] = os.path.realpath(venv)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", JAX_PLATFORMS="cpu")
-    steps = [[sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", venv],
-             # the system's pip, run by the venv's interpreter, installs into the venv
-             [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed",
-              built["wheel"]]]
+    python = os.path.join(venv, "bin", "python")
+    steps = [[sys.executable, "-m", "venv", "--without-pip", venv],
+             None,  # the running environment's packages made visible (_see_running_packages)
+             # the running environment's pip, run by the venv's interpreter, installs into the venv
+             [python, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", built["wheel"]]]
     for argv in steps:
-        r = _collect(_run(argv, env=env, cwd="/tmp"))
-        res.setdefault("setup", []).append(dict(argv=argv, **r))
+        r = _see_running_packages(python) if argv is None else _collect(_run(argv, env=env, cwd="/tmp"))
+        res.setdefault("setup", []).append(dict(argv=argv or ["(write .pth)"], **r))
         if r["returncode"] != 0:
             return res
     bin_ = os.path.join(venv, "bin")
