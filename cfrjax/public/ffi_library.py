@@ -5,15 +5,18 @@ A library's sources ship with the package. The first process that needs it compi
 with the machine's compiler into `$XDG_CACHE_HOME/cfrjax/native/<key>/` (`~/.cache/cfrjax`,
 `cfrjax.compile_cache.cache_home`), where `key` hashes the sources, the jaxlib version and
 whatever else the build depends on (flags, compiler version, CPU); later processes load it.
-A build is written under a temporary name and renamed, so processes building side by
-side each end with a whole library. A failure (no compiler, a compile error) is remembered
+A build is written under a temporary name and renamed, under a lock file beside it:
+processes starting side by side (a test suite's workers, a batch of jobs on one machine)
+build it once, the others wait for it and load it. A failure (no compiler, a compile error) is remembered
 with its reason and the caller runs its XLA form instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -28,6 +31,18 @@ from cfrjax.compile_cache import cache_home
 def switched_on(variable: str) -> bool:
     """A native library's environment switch: on unless `variable` is 0, false, off or no."""
     return os.environ.get(variable, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+    """An exclusive lock on the file `path` (created with its folder) while the block runs."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @dataclasses.dataclass(eq=False)
@@ -82,7 +97,9 @@ class FfiLibrary:
             if not os.path.exists(path):
                 if not build:
                     return False
-                self._build(path)
+                with _locked(path + ".lock"):
+                    if not os.path.exists(path):  # another process may have built it while this one waited
+                        self._build(path)
             lib = ctypes.cdll.LoadLibrary(path)
             for target in self.targets:
                 jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(getattr(lib, target)), platform=self.platform)
