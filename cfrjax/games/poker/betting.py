@@ -147,8 +147,22 @@ def parse_size(token: str, what: str, *, raises: bool) -> Size:
 
 
 def parse_sizes(text: str, what: str, *, raises: bool) -> tuple[Size, ...]:
-    """A comma-separated size list (a trailing comma is allowed; `""`: none) as sorted,
-    distinct `Size`s. Errors are one `PokerSpecError` line naming the list and the token."""
+    """A comma-separated size list as sorted, distinct `Size`s.
+
+        parse_sizes("33%, 75%, a", "bet", raises=False)   # Size("%", 0.33), Size("%", 0.75), Size("a")
+
+    Args:
+      text: tokens `N%`, `Nx` (raises only), `e` / `Ne` / `eM%` / `NeM%`, `a` (module
+        docstring); a trailing comma is allowed; `""` is the empty list (no bets).
+      what: names the list in error messages (e.g. `"betting.river.ip: bet sizes"`).
+      raises: whether the list is of raise sizes (`Nx` allowed).
+
+    Returns:
+      A tuple of `Size`, sorted by kind then value, duplicates removed.
+
+    Raises:
+      PokerSpecError: one line naming `what` and the bad token.
+    """
     if not isinstance(text, str):
         raise PokerSpecError(f"{what}: {text!r} is not a size string such as \"33%, 75%, a\"")
     where = f'{what} "{" ".join(text.split())}"'
@@ -221,7 +235,22 @@ class BetSizes:
 
     @classmethod
     def parse(cls, table: Mapping, where: str = "betting") -> "BetSizes":
-        """The rules from a TOML-shaped table (module docstring); one-line `PokerSpecError`s."""
+        """The rules from a TOML-shaped table, as a spec file's `[betting]` (module docstring).
+
+            BetSizes.parse({"bet": "50%, 100%", "raise": "2.5x", "river": {"ip": {"bet": "33%, a"}}})
+
+        Args:
+          table: keys `bet`, `raise`, `donk`, the three thresholds, and sub-tables per
+            street (`flop`, `turn`, `river`) and player (`oop`, `ip`).
+          where: the table's name in error messages.
+
+        Returns:
+          The `BetSizes`; `PokerSubgameSpec(betting=table)` calls this and then refuses
+          sizes its streets can never use (`check_usable`).
+
+        Raises:
+          PokerSpecError: one line naming the key and the bad value.
+        """
         _check_keys(table, TABLE_KEYS, where)
         sub = {}
         for k in STREETS + PLAYERS:

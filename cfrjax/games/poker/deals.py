@@ -125,6 +125,17 @@ def set_root_ranges(game, range0, range1):
     Public: the range weights of the game's hands are replaced (hands blocked by the
     board have none) and the normaliser recomputed; no shape changes, so a jitted solve
     does not retrace.
+
+    Returns:
+      The re-targeted game (same form, same tree). Traceable: under `jax.vmap` over
+      `[B, 1326]` ranges with `out_axes=cfrjax.batch_axes(game)` it gives a batch for
+      `cfrjax.solve_batch`.
+
+    Raises:
+      ValueError: concrete ranges of the wrong shape, with negative or non-finite
+        weights, or that deal nothing (a range with no weight on the game's hands, e.g.
+        all zero, or every pair of weighted hands sharing a card): such ranges would
+        give NaN values. Traced ranges are not checked.
     """
     concrete = _is_concrete(range0) and _is_concrete(range1)
     if concrete:
