@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 import numpy as np
 
-from cfrjax.driver import _evaluate, run_steps
+from cfrjax.driver import evaluate, run_steps
 from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
 from cfrjax.state import SolverState, init
@@ -186,20 +186,15 @@ def solve_batch(games, states: SolverState, iterations: int, batched_fields=None
     return restore_locks(_solve_batch(games, states, iterations, fields), locks)
 
 
-@functools.partial(xla_options.jit, static_argnames=("batched_fields",))
-def _evaluate_batch(games, states, batched_fields):
-    return jax.vmap(_evaluate, (batch_specs(games, 0, None, batched_fields), 0))(games, states)
-
-
 def evaluate_batch(games, states: SolverState, batched_fields=None) -> tuple[np.ndarray, np.ndarray]:
     """Each subgame's `(exploitability, value)` in a batch, as `cfrjax.evaluate` gives them
-    for one subgame (float64 whatever the iteration dtype), in one compiled program.
+    for one subgame (float64 whatever the iteration dtype), in one compiled program:
+    `evaluate` mapped over the batch axes that `solve_batch` uses.
 
         states = cfrjax.solve_batch(games, states, 1000)
         expl, value = cfrjax.evaluate_batch(games, states)     # [B] each
 
-    Equal to `jax.vmap(cfrjax.evaluate, (batch_specs(games, 0, None), 0))` and, to
-    rounding, to a loop of `cfrjax.evaluate` over the subgames.
+    Equal, to rounding, to a loop of `cfrjax.evaluate` over the subgames.
 
     Args:
       games: a batched game (as `solve_batch`: the leaves in `batched_fields` carry a
@@ -217,6 +212,5 @@ def evaluate_batch(games, states: SolverState, batched_fields=None) -> tuple[np.
     """
     fields = fields_or_inferred(batched_fields, games)
     check_batch(games, states, fields)
-    with jax.enable_x64(True):
-        e, v = _evaluate_batch(games, states, fields)
-        return np.asarray(e, np.float64), np.asarray(v, np.float64)
+    e, v = jax.vmap(evaluate, (batch_specs(games, 0, None, fields), 0))(games, states)
+    return np.asarray(e, np.float64), np.asarray(v, np.float64)
