@@ -60,6 +60,9 @@ def _poker(cfg: PokerSubgameSpec, form, chance):
 def _check_name(source: str) -> None:
     """Refuse, in one line, a source that is not a file and not an OpenSpiel game name,
     before OpenSpiel sees it (it would print its list of every game to stderr)."""
+    if os.path.isdir(source):
+        raise IsADirectoryError(f"{source} is a directory, not a game (a .toml spec, a .npz saved game or an "
+                                "OpenSpiel game name)")
     if source.endswith((".toml", ".npz")) or os.sep in source:
         raise FileNotFoundError(f"no such file: {source}")
     from cfrjax.games.openspiel import _pyspiel

@@ -62,6 +62,8 @@ def test_unknown_game_name_is_one_error_without_openspiels_list(capfd):
         cfrjax.load_game("leduc_pokr")
     with pytest.raises(FileNotFoundError, match="no such file: missing.toml"):
         cfrjax.load_game("missing.toml")
+    with pytest.raises(IsADirectoryError, match="is a directory, not a game"):
+        cfrjax.load_game(ROOT)
     out = capfd.readouterr()
     assert out.err == "" and out.out == ""    # OpenSpiel printed its 120 game names to stderr
 
