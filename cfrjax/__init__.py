@@ -2,11 +2,12 @@
 
 A game is compiled once into a *form* (`cfrjax.forms`): the tabular form (any game,
 `CompiledGame`) or, for poker subgames, the public-tree form (`PublicGame`, vectors over
-hands). Everything below works on either.
+hands). Everything below works on either. `cfrjax.poker` holds what writing a poker spot
+in Python needs (`PokerSubgameSpec`, `parse_range`, bet-size strings, cards).
 """
 
 from cfrjax import batch, datagen, memory, multihost, policy, profile, shard
-from cfrjax.batch import batch_axes, solve_batch
+from cfrjax.batch import batch_axes, evaluate_batch, solve_batch
 from cfrjax.best_response import (
     best_response_value, best_response_values, exploitability, expected_value, expected_values)
 from cfrjax.certificate import CertificateError, value_certificate
@@ -33,19 +34,22 @@ from cfrjax.strategy import load_policy, save_policy, strategy_table
 from cfrjax.warm import warm_start
 from cfrjax.games.efg_file import read_efg, write_efg
 from cfrjax.games.openspiel import from_openspiel_policy, spec_from_openspiel, to_openspiel_policy
+from cfrjax.games import poker
+from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.deals import root_ranges, set_root_ranges
+from cfrjax.games.poker.ranges import parse_range
 from cfrjax.games.poker.depth import depth_limited
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CertificateError", "CheckpointError", "Chunk", "CompiledGame", "Config", "GameLabels", "GameSpec",
-    "LeafFunction", "NodeReport", "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy",
+    "LeafFunction", "NodeReport", "PokerSubgameSpec", "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy",
     "batch", "batch_axes", "best_response_value", "best_response_values", "checkpoint_info", "compile_game",
     "completed_policy", "current_policy", "datagen", "depth_limited", "enable_compile_cache", "evaluate",
-    "evaluate_values", "exact_leaf", "exact_leaf_policy", "exploitability", "expected_value", "expected_values", "form_name", "form_of",
+    "evaluate_batch", "evaluate_values", "exact_leaf", "exact_leaf_policy", "exploitability", "expected_value", "expected_values", "form_name", "form_of",
     "from_openspiel_policy", "init", "load_checkpoint", "load_game", "load_policy", "load_report", "lock", "memory",
-    "multihost", "node_report", "policy", "profile",
+    "multihost", "node_report", "parse_range", "poker", "policy", "profile",
     "read_efg", "reset", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
     "root_ranges", "set_root_ranges", "shard", "showdown_leaf", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",
     "spec_from_openspiel", "step", "strategy_table", "to_openspiel_policy", "uniform_policy", "unlock",

@@ -29,14 +29,16 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from cfrjax.driver import run_steps
+import numpy as np
+
+from cfrjax.driver import evaluate, run_steps
 from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
 from cfrjax.state import SolverState, init
 from cfrjax import xla_options
 
-__all__ = ["batch_axes", "batch_specs", "batched_fields_of", "check_batch", "init_batch", "retargetable",
-           "solve_batch"]
+__all__ = ["batch_axes", "batch_specs", "batched_fields_of", "check_batch", "evaluate_batch", "init_batch",
+           "retargetable", "solve_batch"]
 
 
 def retargetable(game) -> dict:
@@ -182,3 +184,33 @@ def solve_batch(games, states: SolverState, iterations: int, batched_fields=None
         guard(games, states)
     states, locks = drop_idle_locks(states)
     return restore_locks(_solve_batch(games, states, iterations, fields), locks)
+
+
+def evaluate_batch(games, states: SolverState, batched_fields=None) -> tuple[np.ndarray, np.ndarray]:
+    """Each subgame's `(exploitability, value)` in a batch, as `cfrjax.evaluate` gives them
+    for one subgame (float64 whatever the iteration dtype), in one compiled program:
+    `evaluate` mapped over the batch axes that `solve_batch` uses.
+
+        states = cfrjax.solve_batch(games, states, 1000)
+        expl, value = cfrjax.evaluate_batch(games, states)     # [B] each
+
+    Equal, to rounding, to a loop of `cfrjax.evaluate` over the subgames.
+
+    Args:
+      games: a batched game (as `solve_batch`: the leaves in `batched_fields` carry a
+        leading `B`, the tree is shared).
+      states: the batch of states, leading `B` on every leaf.
+      batched_fields: names of the leaves that carry the batch axis; `None` (default)
+        infers them (`batched_fields_of`).
+
+    Returns:
+      `(exploitability [B], value [B])`: NumPy float64, player 0's value, in the game's
+      payoff units (chips in a poker spot).
+
+    Raises:
+      ValueError: batch sizes disagree, a field is not a float leaf, or no leaf is batched.
+    """
+    fields = fields_or_inferred(batched_fields, games)
+    check_batch(games, states, fields)
+    e, v = jax.vmap(evaluate, (batch_specs(games, 0, None, fields), 0))(games, states)
+    return np.asarray(e, np.float64), np.asarray(v, np.float64)

@@ -290,23 +290,12 @@ def write_plot(history: list, path: str, title: str) -> None:
 
 
 def _load_game_quietly(source: str, chance: str, form: str | None = None):
-    """`cfrjax.load_game`, with an unknown name caught before OpenSpiel, and OpenSpiel's own
-    C++ message on stderr held back when loading fails (the exception carries it), so an
-    error stays one line."""
-    import cfrjax
-
-    from cfrjax.load import spec_path
-
-    if not os.path.exists(source) and spec_path(source):
-        source = spec_path(source)
-    if not os.path.exists(source):
-        if source.endswith((".toml", ".npz")) or os.sep in source:
-            raise FileNotFoundError(f"no such file: {source}")
-        import pyspiel
-        if source.split("(")[0].strip() not in pyspiel.registered_names():
-            raise ValueError(f"unknown game {source!r}: not a file and not an OpenSpiel game "
-                             "(`cfrjax games` lists some; any OpenSpiel game string works)")
+    """`cfrjax.load_game` (which refuses an unknown name before OpenSpiel), with OpenSpiel's
+    own C++ message on stderr held back when loading fails (the exception carries it), so
+    an error stays one line."""
     import tempfile
+
+    import cfrjax
 
     sys.stderr.flush()
     saved = os.dup(2)

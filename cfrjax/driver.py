@@ -121,9 +121,23 @@ def evaluate(game, state: SolverState) -> tuple[float, float]:
     game's float leaves are widened as they are). Float32 sums over millions of nearly
     cancelling terms lose the digits exploitability is made of: on a 16M-node river spot
     a float32 evaluation reported a NashConv 25x too high.
+
+    Traceable: under `jax.vmap` / `jax.jit` it returns float64 JAX scalars, e.g. a batch
+    from `solve_batch` with `jax.vmap(cfrjax.evaluate, (cfrjax.batch_axes(game), 0))`
+    (`cfrjax.batch.evaluate_batch` infers the axes).
+
+    Args:
+      game: a compiled game of any form.
+      state: a `SolverState` of `game`.
+
+    Returns:
+      `(exploitability, value)`: float64 scalars, in the game's payoff units (chips in a
+      poker spot; `cfrjax.forms.starting_pot` gives the pot for a percentage).
     """
     with jax.enable_x64(True):
         e, v = _evaluate_jit(game, state)
+        if isinstance(e, jax.core.Tracer):
+            return e, v
         return np.float64(e), np.float64(v)
 
 

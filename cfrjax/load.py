@@ -57,6 +57,21 @@ def _poker(cfg: PokerSubgameSpec, form, chance):
     return build_public(cfg)
 
 
+def _check_name(source: str) -> None:
+    """Refuse, in one line, a source that is not a file and not an OpenSpiel game name,
+    before OpenSpiel sees it (it would print its list of every game to stderr)."""
+    if os.path.isdir(source):
+        raise IsADirectoryError(f"{source} is a directory, not a game (a .toml spec, a .npz saved game or an "
+                                "OpenSpiel game name)")
+    if source.endswith((".toml", ".npz")) or os.sep in source:
+        raise FileNotFoundError(f"no such file: {source}")
+    from cfrjax.games.openspiel import _pyspiel
+
+    if source.split("(")[0].strip() not in _pyspiel().registered_names():
+        raise ValueError(f"unknown game {source!r}: not a file and not an OpenSpiel game "
+                         "(`cfrjax games` lists some; any OpenSpiel game string works)")
+
+
 def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs):
     """Compile (or read) a game.
 
@@ -77,6 +92,9 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs
         to override a poker spec's keys).
 
     Raises:
+      FileNotFoundError: `game` names a `.toml` / `.npz` file or a path that does not exist.
+      ValueError: `game` is a string that is neither a file, a shipped spec nor an
+        OpenSpiel game name.
       SpecError: the game is not a finite two-player zero-sum perfect-recall game, or the
         source has no such form.
     """
@@ -95,6 +113,8 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs
             return _poker(load_poker_config(path, **kwargs), form, chance)
         _check_form(form, ("tabular",), f"the saved game {path}")
         return read_game_file(path)
+    if isinstance(game, (str, os.PathLike)):
+        _check_name(os.fspath(game))
     from cfrjax.games.openspiel import spec_from_openspiel  # OpenSpiel is imported only when used
     _check_form(form, ("tabular",), f"OpenSpiel game {game!r}")
     return compile_game(spec_from_openspiel(game, **kwargs), chance)

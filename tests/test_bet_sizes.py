@@ -169,16 +169,16 @@ def test_spec_file_and_meta(tmp_path):
     path = tmp_path / "spot.toml"
     path.write_text(f'board = "{TURN}"\npot = 20\nstack = 110\nrange0 = "AsAh"\nrange1 = "2s2h"\n'
                     '[betting]\nbet = "50%, 100%"\nraise = "2.5x"\nadd_allin_threshold = 1.5\n'
-                    '[betting.river.ip]\nbet = "33%, a"\n[betting.turn]\ndonk = "50%"\n')
+                    '[betting.river.ip]\nbet = "33%, a"\n[betting.river]\ndonk = "50%"\n')
     cfg = load_poker_config(path)
     assert cfg == PokerSubgameSpec(board=TURN, pot=20, stack=110, name="spot", **DEAL, betting={
-        "bet": "50%, 100%", "raise": "2.5x", "add_allin_threshold": 1.5, "river": {"ip": {"bet": "33%, a"}},
-        "turn": {"donk": "50%"}})
+        "bet": "50%, 100%", "raise": "2.5x", "add_allin_threshold": 1.5,
+        "river": {"ip": {"bet": "33%, a"}, "donk": "50%"}})
     meta = build_spec(cfg).source["poker"]
     assert meta["raise_cap"] is None and meta["bet_fractions"] is None
     assert meta["betting"]["river"]["ip"] == {"bet": "33%, a", "raise": "2.5x"}
     assert meta["betting"]["turn"]["oop"] == {"bet": "50%, 100%", "raise": "2.5x"} and "flop" not in meta["betting"]
-    assert meta["betting"]["turn"]["donk"] == "50%" and meta["betting"]["add_allin_threshold"] == 1.5
+    assert meta["betting"]["river"]["donk"] == "50%" and meta["betting"]["add_allin_threshold"] == 1.5
     assert build_public(cfg, hands="support").labels.source["poker"]["betting"] == meta["betting"]
     # The recorded sizes read back as the same rules.
     again = BetSizes.parse({**{k: meta["betting"][k] for k in ("add_allin_threshold", "force_allin_threshold",

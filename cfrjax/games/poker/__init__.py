@@ -1,4 +1,16 @@
-"""Native HUNL river/turn subgames: cards, hand evaluation, ranges, deals, tree building.
+"""Native HUNL flop/turn/river subgames: cards, hand evaluation, ranges, deals, tree building.
+
+Also reachable as `cfrjax.poker`: what writing a spot in Python needs, e.g.
+
+    spot = cfrjax.poker.PokerSubgameSpec(board="Ks Js Th 7d", pot=20, stack=110,
+                                         range0="AA,KK,AKs", range1=cfrjax.parse_range("QQ-TT,AQs"),
+                                         betting={"bet": "50%, 100%", "raise": "2.5x"})
+    game = cfrjax.load_game(spot)
+
+with `parse_range` (range strings), `BetSizes.parse` / `parse_sizes` (bet-size strings),
+`parse_board` / `parse_combo` / `COMBO_NAMES` (cards and the `[1326]` combo order),
+`root_ranges` / `set_root_ranges` (re-targeting a compiled spot) and `load_poker_config`
+(spec files).
 
 Modules (data flows config -> builders; no cycles): `cards`, `evaluator`, `ranges`;
 `betting` (bet-size strings per street and player, `BetSizes`);
@@ -18,7 +30,7 @@ from cfrjax.games.poker.evaluator import CATEGORY_NAMES, evaluate, hand_category
 from cfrjax.games.poker.libratus import load_libratus_endgame, read_libratus_file
 from cfrjax.games.poker.ranges import (
     parse_range, random_ranges, range_from_hands, resolve_range, token_mask, top_n, weights_from_array)
-from cfrjax.games.poker.betting import BetSizes
+from cfrjax.games.poker.betting import BetSizes, parse_sizes
 from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec, starting_pot
 from cfrjax.games.poker.deals import (
     deal_probabilities, deals_from_support, root_deals, root_ranges, set_root_ranges, subgame_deals)
@@ -33,7 +45,7 @@ __all__ = [
     "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "deal_probabilities",
     "deals_from_support", "evaluate",
     "hand_category", "load_libratus_endgame", "load_poker_config", "load_poker_toml", "parse_board", "parse_cards",
-    "parse_combo", "parse_range", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
+    "parse_combo", "parse_range", "parse_sizes", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
     "read_libratus_file", "read_strategy_csv", "read_strategy_json", "resolve_range", "root_deals",
     "root_ranges", "set_root_ranges", "starting_pot", "strategy_table", "subgame_deals", "write_strategy_csv", "write_strategy_json", "token_mask", "top_n", "weights_from_array",
 ]

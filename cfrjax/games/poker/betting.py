@@ -147,8 +147,22 @@ def parse_size(token: str, what: str, *, raises: bool) -> Size:
 
 
 def parse_sizes(text: str, what: str, *, raises: bool) -> tuple[Size, ...]:
-    """A comma-separated size list (a trailing comma is allowed; `""`: none) as sorted,
-    distinct `Size`s. Errors are one `PokerSpecError` line naming the list and the token."""
+    """A comma-separated size list as sorted, distinct `Size`s.
+
+        parse_sizes("33%, 75%, a", "bet", raises=False)   # Size("%", 0.33), Size("%", 0.75), Size("a")
+
+    Args:
+      text: tokens `N%`, `Nx` (raises only), `e` / `Ne` / `eM%` / `NeM%`, `a` (module
+        docstring); a trailing comma is allowed; `""` is the empty list (no bets).
+      what: names the list in error messages (e.g. `"betting.river.ip: bet sizes"`).
+      raises: whether the list is of raise sizes (`Nx` allowed).
+
+    Returns:
+      A tuple of `Size`, sorted by kind then value, duplicates removed.
+
+    Raises:
+      PokerSpecError: one line naming `what` and the bad token.
+    """
     if not isinstance(text, str):
         raise PokerSpecError(f"{what}: {text!r} is not a size string such as \"33%, 75%, a\"")
     where = f'{what} "{" ".join(text.split())}"'
@@ -200,6 +214,9 @@ class BetSizes:
       add_allin_threshold, force_allin_threshold, merging_threshold: 0 = off.
       chips: amounts in whole chips with postflop-solver's minimums (string sizes);
         `False`: exact amounts (the `bet_fractions` keys).
+      origins: where each cell's sizes came from, for error messages only (not compared):
+        `(bets [6], raises [6], donks [3])` table names such as `"betting.river.ip"`
+        (`parse`) or key names (`from_fractions`); `None`: unnamed.
     """
 
     bets: tuple
@@ -209,6 +226,7 @@ class BetSizes:
     force_allin_threshold: float = 0.0
     merging_threshold: float = 0.0
     chips: bool = True
+    origins: tuple | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if len(self.bets) != 6 or len(self.raises) != 6 or len(self.donks) != 3:
@@ -217,7 +235,22 @@ class BetSizes:
 
     @classmethod
     def parse(cls, table: Mapping, where: str = "betting") -> "BetSizes":
-        """The rules from a TOML-shaped table (module docstring); one-line `PokerSpecError`s."""
+        """The rules from a TOML-shaped table, as a spec file's `[betting]` (module docstring).
+
+            BetSizes.parse({"bet": "50%, 100%", "raise": "2.5x", "river": {"ip": {"bet": "33%, a"}}})
+
+        Args:
+          table: keys `bet`, `raise`, `donk`, the three thresholds, and sub-tables per
+            street (`flop`, `turn`, `river`) and player (`oop`, `ip`).
+          where: the table's name in error messages.
+
+        Returns:
+          The `BetSizes`; `PokerSubgameSpec(betting=table)` calls this and then refuses
+          sizes its streets can never use (`check_usable`).
+
+        Raises:
+          PokerSpecError: one line naming the key and the bad value.
+        """
         _check_keys(table, TABLE_KEYS, where)
         sub = {}
         for k in STREETS + PLAYERS:
@@ -230,6 +263,7 @@ class BetSizes:
         if "donk" in sub["flop"]:
             raise PokerSpecError(f"{where}.flop: donk sizes apply to the turn and the river only")
         cells = {"bet": [], "raise": []}
+        origins = {"bet": [], "raise": [], "donk": [None]}
         for s in STREETS:
             for p in PLAYERS:
                 for key in SIZE_KEYS:
@@ -237,19 +271,24 @@ class BetSizes:
                                     (sub[p], f"{where}.{p}"), (table, where)):
                         if key in t:
                             cells[key].append(parse_sizes(t[key], f"{name}: {key} sizes", raises=key == "raise"))
+                            origins[key].append(name)
                             break
                     else:
                         cells[key].append(())
+                        origins[key].append(None)
         donks = [None]
         for s in STREETS[1:]:
             for t, name in ((sub[s], f"{where}.{s}"), (table, where)):
                 if "donk" in t:
                     donks.append(parse_sizes(t["donk"], f"{name}: donk sizes", raises=False))
+                    origins["donk"].append(name)
                     break
             else:
                 donks.append(None)
+                origins["donk"].append(None)
         return cls(bets=tuple(cells["bet"]), raises=tuple(cells["raise"]), donks=tuple(donks),
-                   **{k: _threshold(table, k, where) for k in THRESHOLDS})
+                   **{k: _threshold(table, k, where) for k in THRESHOLDS},
+                   origins=tuple(tuple(origins[k]) for k in ("bet", "raise", "donk")))
 
     @classmethod
     def from_fractions(cls, bets, raises) -> "BetSizes":
@@ -257,7 +296,63 @@ class BetSizes:
         already validated): every street and player, exact amounts."""
         def conv(fs):
             return tuple(Size("a") if isinstance(f, str) else Size("%", float(f)) for f in fs)
-        return cls(bets=(conv(bets),) * 6, raises=(conv(raises),) * 6, chips=False)
+        return cls(bets=(conv(bets),) * 6, raises=(conv(raises),) * 6, chips=False,
+                   origins=(("bet_fractions",) * 6, ("raise_fractions",) * 6, (None,) * 3))
+
+    def check_usable(self, streets=STREETS, raise_cap: int | None = None) -> None:
+        """Refuse sizes that no node of the betting tree can ever offer, one line naming
+        the table (or key) and the street and player: raise sizes where the player never
+        faces a bet (`bet = ""` with `raise = "3x"` built a check-down tree), raise sizes
+        with `raise_cap = 0`, and donk sizes where player 0 never opens a street after
+        calling (the subgame's first street, or a previous street where player 1 never
+        bets). A table's sizes are refused only if they are unusable in every cell they
+        fill of the `streets` played (a `[betting]` raise usable on the turn only is fine).
+        An empty list is never refused; `add_allin_threshold > 0` counts as a size (it can
+        add an all-in to an empty list).
+
+        Raises:
+          PokerSpecError: the first table whose sizes can never be used.
+        """
+        first = STREETS.index(streets[0])
+        some = lambda sizes: bool(sizes) or self.add_allin_threshold > 0  # noqa: E731
+        can_raise = lambda i, p: raise_cap != 0 and some(self.raises[2 * i + p])  # noqa: E731
+        reraise = raise_cap is None or raise_cap >= 2
+        opens, donk_spot, faces = {}, {}, {}
+        for i in range(first, len(STREETS)):
+            donk_spot[i] = i > first and (opens[i - 1, 1] or (opens[i - 1, 0] and can_raise(i - 1, 1)))
+            d = self.donks[i]
+            opens[i, 0] = some(self.bets[2 * i]) or (donk_spot[i] and d is not None and some(d))
+            opens[i, 1] = some(self.bets[2 * i + 1])
+            for p in (0, 1):   # faces a bet: the opponent opens, or p opens and is raised (then p re-raises)
+                faces[p, i] = opens[i, 1 - p] or (reraise and opens[i, p] and can_raise(i, 1 - p))
+        names = self.origins or ((None,) * 6, (None,) * 6, (None,) * 3)
+        bad: dict = {}   # origin -> [sizes, usable anywhere?, cells where not]
+        for i in range(first, len(STREETS)):
+            for p in (0, 1):
+                sizes = self.raises[2 * i + p]
+                if sizes:
+                    entry = bad.setdefault(("raise", names[1][2 * i + p] or "raise"), [sizes, False, []])
+                    ok = raise_cap != 0 and faces[p, i]
+                    entry[1] |= ok
+                    if not ok:
+                        entry[2].append(f"{PLAYERS[p]} on the {STREETS[i]}")
+            if self.donks[i]:
+                entry = bad.setdefault(("donk", names[2][i] or "donk"), [self.donks[i], False, []])
+                entry[1] |= donk_spot[i]
+                if not donk_spot[i]:
+                    entry[2].append(STREETS[i])
+        for (key, name), (sizes, ok, cells) in bad.items():
+            if ok:
+                continue
+            if key == "donk":
+                why = "; ".join(f"oop never opens the {s} after calling a bet (" + (
+                    f"the subgame starts on the {s})" if STREETS.index(s) == first else
+                    f"ip never bets on the {STREETS[STREETS.index(s) - 1]})") for s in cells)
+            elif raise_cap == 0:
+                why = "raise_cap = 0 allows no raises"
+            else:
+                why = f"no bet is ever made for them to raise ({', '.join(cells)}: the opponent has no bet sizes there)"
+            raise PokerSpecError(f"{name}: {key} sizes \"{sizes_str(sizes)}\" can never be used: {why}")
 
     def options(self, street: str, player: int, *, facing: bool, donk: bool = False) -> tuple:
         """The sizes offered at a node: raises when `facing` a bet, else bets (player 0's

@@ -169,6 +169,8 @@ class PokerSubgameSpec:
             if isinstance(self.raise_cap, (bool, str)) or int(self.raise_cap) != self.raise_cap or self.raise_cap < 0:
                 raise PokerSpecError(f"raise_cap {self.raise_cap!r} must be an integer >= 0 or None (unlimited)")
             object.__setattr__(self, "raise_cap", int(self.raise_cap))
+        if self.betting is not None or self.raise_fractions is not None:
+            self.bet_sizes.check_usable(self.streets, self.raise_cap)   # sizes the tree can never offer
         if self.random_hands is not None:
             if self.range0 is not None or self.range1 is not None:
                 raise PokerSpecError("give either random_hands or explicit ranges (range0/range1), not both")

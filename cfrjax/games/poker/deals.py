@@ -15,6 +15,7 @@ import numpy as np
 from cfrjax.game import CompiledGame
 from cfrjax.games.poker.cards import NUM_COMBOS, PokerSpecError, combos_conflict
 from cfrjax.games.poker.config import PokerSubgameSpec
+from cfrjax.public.terminals import compatible_pairs
 from cfrjax.retarget import set_root_chance
 
 
@@ -32,6 +33,9 @@ def deal_probabilities(w0, w1, hand0, hand1) -> np.ndarray:
     w1 = np.asarray(w1, np.float64)
     p = w0[hand0] * w1[hand1]
     total = p.sum()
+    if total == 0:
+        raise PokerSpecError("no deal has positive weight: every weighted hand of range0 shares a card with every "
+                             "weighted hand of range1")
     if not total > 0 or not math.isfinite(total):
         raise PokerSpecError(f"the deal weights sum to {total}")
     return p / total
@@ -81,6 +85,21 @@ def _checked_weights(range0, range1) -> tuple[np.ndarray, np.ndarray]:
     return w0, w1
 
 
+def _check_dealable(w0, w1, hands0, hands1, hand_cards=None):
+    """Refuse (one line) ranges that deal nothing: a range with no weight on the game's
+    hands (`hands0`, `hands1`: the combo ids each player may hold), or two ranges whose
+    weighted hands all share a card (`hand_cards [H, 2]` of `hands0 == hands1`, public
+    form; the tabular form's `deal_probabilities` checks its deals). Both would give
+    `0 / 0` deal probabilities, and NaN values and exploitability."""
+    for p, (w, h) in enumerate(((w0, hands0), (w1, hands1))):
+        if not np.any(w[h] > 0):
+            raise ValueError(f"range{p} has no weight on a hand the game deals (all zero, or only on hands "
+                             f"blocked by the board or outside the ranges the game was built with)")
+    if hand_cards is not None and not compatible_pairs(hand_cards, w0[hands0] > 0, w1[hands1] > 0):
+        raise ValueError("range0 and range1 deal nothing: every weighted hand of one shares a card with every "
+                         "weighted hand of the other")
+
+
 def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
@@ -106,6 +125,17 @@ def set_root_ranges(game, range0, range1):
     Public: the range weights of the game's hands are replaced (hands blocked by the
     board have none) and the normaliser recomputed; no shape changes, so a jitted solve
     does not retrace.
+
+    Returns:
+      The re-targeted game (same form, same tree). Traceable: under `jax.vmap` over
+      `[B, 1326]` ranges with `out_axes=cfrjax.batch_axes(game)` it gives a batch for
+      `cfrjax.solve_batch`.
+
+    Raises:
+      ValueError: concrete ranges of the wrong shape, with negative or non-finite
+        weights, or that deal nothing (a range with no weight on the game's hands, e.g.
+        all zero, or every pair of weighted hands sharing a card): such ranges would
+        give NaN values. Traced ranges are not checked.
     """
     concrete = _is_concrete(range0) and _is_concrete(range1)
     if concrete:
@@ -114,6 +144,7 @@ def set_root_ranges(game, range0, range1):
         from cfrjax.public.passes import set_ranges
         hands = np.asarray(game.labels.hands)
         if concrete:
+            _check_dealable(w0, w1, hands, hands, np.asarray(game.hand_cards))
             return set_ranges(game, w0[hands], w1[hands])
         return set_ranges(game, jnp.asarray(range0)[hands], jnp.asarray(range1)[hands])
     h0, h1 = _cached_root_deals(game)
@@ -123,6 +154,7 @@ def set_root_ranges(game, range0, range1):
             if outside.size:
                 warnings.warn(f"range{p}: {outside.size} hand(s) with positive weight are not in the game's "
                               "deals (built with a smaller range); their weight is ignored", stacklevel=2)
+        _check_dealable(w0, w1, h0, h1)
         probs = deal_probabilities(w0, w1, h0, h1)
     else:
         dt = game.template.dtype

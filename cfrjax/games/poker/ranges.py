@@ -135,7 +135,29 @@ def _finish(weights: np.ndarray, board, what: str) -> np.ndarray:
 
 
 def parse_range(text: str, board=None) -> np.ndarray:
-    """Weights `[1326]` of a range string such as "AA,KK,AKs:0.5,T9s+" (module docstring)."""
+    """A range string as weights per hole-card combo, with card removal against `board`.
+
+        w = cfrjax.parse_range("AA,KK,AKs:0.5,T9s-65s,A5s-A2s", board="Ks Js Th 7d 2c")
+        w[cfrjax.poker.parse_combo("AhAd")]   # 1.0 (AA); AhKh 0.5 (AKs:0.5); AsKs 0.0 (the board's Ks)
+
+    Args:
+      text: comma-separated tokens, each optionally followed by `:weight` (default 1; a
+        later token overrides an earlier one on the combos they share): `AA` a pair (6
+        combos), `AKs` suited (4), `AKo` offsuit (12), `AK` both (16), `AsKh` one combo,
+        `any` / `*` every combo, `22+` pairs from 22 up, `A2s+` kickers from 2 up to one
+        below the top card, `T9s+` connectors up to AKs, dash ranges `A5s-A2s`,
+        `TT-77`, `T9s-65s`. An empty token is skipped.
+      board: the board (a string such as `"Ks Js Th"` or card ids); combos sharing a
+        card with it get weight 0. `None`: no card removal.
+
+    Returns:
+      `[1326]` float64 weights in combo order (`cfrjax.poker.COMBO_NAMES` names each
+      entry), the form `PokerSubgameSpec(range0=...)` and `cfrjax.set_root_ranges` take.
+
+    Raises:
+      PokerSpecError: an unreadable token or weight, a negative or non-finite weight, or
+        no live hand left (every weight 0 or blocked by the board).
+    """
     if not isinstance(text, str):
         raise PokerSpecError(f"range {text!r} is not a string")
     w = np.zeros(NUM_COMBOS, dtype=np.float64)
