@@ -11,7 +11,7 @@ import os
 from cfrjax.compile import compile_game
 from cfrjax.game import CompiledGame, read_game_file
 from cfrjax.games.poker.config import PokerSubgameSpec
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public import build_public, check_public_fits
 from cfrjax.games.poker.subgame import build_spec
 from cfrjax.games.poker.toml import load_poker_config
 from cfrjax.public.game import PublicGame
@@ -50,14 +50,17 @@ def _check_form(form, allowed, what):
                         f"not {form!r} (the public form is for poker subgame specs)")
 
 
-def _poker(cfg: PokerSubgameSpec, form, chance):
+def _poker(cfg: PokerSubgameSpec, form, chance, check_memory=True, budget_bytes=None):
     _check_form(form, FORMS, "a poker subgame")
     if form == "tabular":
         return compile_game(build_spec(cfg), chance)
+    if check_memory:
+        check_public_fits(cfg, budget_bytes=budget_bytes)
     return build_public(cfg)
 
 
-def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs):
+def load_game(game, *, form: str | None = None, chance: str = "folded", check_memory: bool = True,
+              budget_bytes: int | None = None, **kwargs):
     """Compile (or read) a game.
 
     Args:
@@ -73,17 +76,22 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs
         form.
       chance: `"folded"` or `"explicit"`, see `cfrjax.compile_game` (tabular form only;
         ignored for saved files, which keep the mode they were compiled with).
+      check_memory: a poker spec in the public form is first sized from its betting tree
+        (`cfrjax.games.poker.public.check_public_fits`, within a second): a spot whose
+        solve cannot fit the first device's free memory (`budget_bytes` if given) raises
+        `MemoryPlanError` before anything is built.
       **kwargs: passed to the source (e.g. `max_nodes` for OpenSpiel, `random_hands=10`
         to override a poker spec's keys).
 
     Raises:
       SpecError: the game is not a finite two-player zero-sum perfect-recall game, or the
         source has no such form.
+      MemoryPlanError: a poker spot too large to solve here (`check_memory`).
     """
     if isinstance(game, (CompiledGame, PublicGame)):
         return game
     if isinstance(game, PokerSubgameSpec):
-        return _poker(game, form, chance)
+        return _poker(game, form, chance, check_memory, budget_bytes)
     if isinstance(game, GameSpec):
         _check_form(form, ("tabular",), f"game {game.name!r}")
         return compile_game(game, chance)
@@ -92,7 +100,7 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs
     if isinstance(game, (str, os.PathLike)) and os.path.isfile(game):
         path = os.fspath(game)
         if path.endswith(".toml"):
-            return _poker(load_poker_config(path, **kwargs), form, chance)
+            return _poker(load_poker_config(path, **kwargs), form, chance, check_memory, budget_bytes)
         _check_form(form, ("tabular",), f"the saved game {path}")
         return read_game_file(path)
     from cfrjax.games.openspiel import spec_from_openspiel  # OpenSpiel is imported only when used
