@@ -82,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="write the exploitability curve (vs iterations and vs seconds) as a PNG (needs matplotlib)")
     s.add_argument("--save-game", default=None, help="also write the compiled game to this .npz path")
     s.add_argument("--memory-plan", action="store_true",
-                   help="print the memory plan (one row per buffer) before compiling")
+                   help="print the memory plan (one row per buffer) before compiling, or with the error when the "
+                        "plan does not fit")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
 
     b = sub.add_parser("solve-batch", help="solve a batch of random subgames of one game, on one or many "
@@ -972,6 +973,8 @@ def main(argv=None) -> int:
         print(f"cfrjax: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     except (SpecError, ValueError, OSError, ImportError, MemoryPlanError) as e:
+        if getattr(e, "plan", None) is not None and getattr(args, "memory_plan", False):
+            print(e.plan.table(), file=sys.stderr)   # the refused plan, asked for by --memory-plan
         msg = " ".join(str(e).split()) or type(e).__name__
         print(f"cfrjax: error: {msg}", file=sys.stderr)
         return 2

@@ -189,6 +189,38 @@ def test_realistic_flop_refused_in_seconds_cli(monkeypatch, capsys):
     line = _one_error_line(out.err)
     assert code == 2 and "refused before building it" in line and "a later street" in line, line
     assert time.perf_counter() - t0 < 5
+    # --memory-plan: the refused plan's table, then the same line
+    code, out = _main(["solve", BIG_FLOP, "--memory-plan"], capsys)
+    lines = out.err.strip().splitlines()
+    assert code == 2 and lines[-1] == line and lines[0].startswith("buffer") and "state.regret [in]" in out.err
+
+
+class _Accelerator:
+    """A stand-in accelerator: `memory_stats` as a GPU reports them (`limit` bytes, none used)."""
+
+    platform = "gpu"
+
+    def __init__(self, limit):
+        self.limit = limit
+
+    def memory_stats(self):
+        return {"bytes_limit": self.limit, "bytes_in_use": 0}
+
+    def __str__(self):
+        return "gpu:0 (stand-in)"
+
+
+def test_accelerator_checked_by_its_memory_and_the_host_by_the_build():
+    """On an accelerator the plan is checked against the device's memory, and against the
+    host's available memory, where the game is built."""
+    cfg = load_poker_config(cfrjax.load.spec_path("hunl_turn"))
+    total = public_plan(cfg).total_bytes
+    assert check_public_fits(cfg, device=_Accelerator(2 * total))["source"] == "memory_stats"
+    with pytest.raises(MemoryPlanError, match=r"device gpu:0 \(stand-in\) has .* free \(limit"):
+        check_public_fits(cfg, device=_Accelerator(total))
+    _skip_if_it_fits()
+    with pytest.raises(MemoryPlanError, match="built on the host.* device cpu:0 has .* free .host MemAvailable"):
+        check_public_fits(load_poker_config(BIG_FLOP), device=_Accelerator(2 ** 50))
 
 
 # ----------------------------------------------------------------------------------------
