@@ -4,6 +4,7 @@ from its betting tree in seconds, before it is built (`MemoryPlanError`), with a
 to the built game's."""
 
 import os
+import re
 import shutil
 import time
 
@@ -64,7 +65,7 @@ def test_output_path_refused_before_any_work(argv, tmp_path, monkeypatch, capsys
         monkeypatch.setattr(cli, name, ran)
     t0 = time.perf_counter()
     code, out = _main([a.format(x=blocker) for a in argv], capsys)
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 20   # no command ran: about 0.1 s on a quiet machine
     line = _one_error_line(out.err)
     assert code == 2 and f"{blocker} is a file" in line, line
 
@@ -177,7 +178,7 @@ def test_realistic_flop_refused_in_seconds_python(monkeypatch):
     t0 = time.perf_counter()
     with pytest.raises(MemoryPlanError, match=r"3bp_Ah8d4c_flop.*flop spot: 2,491,952 public nodes over 2,352"):
         cfrjax.load_game(BIG_FLOP)
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 20   # about 0.3 s on a quiet machine; building takes minutes
 
 
 def test_realistic_flop_refused_in_seconds_cli(monkeypatch, capsys):
@@ -188,11 +189,13 @@ def test_realistic_flop_refused_in_seconds_cli(monkeypatch, capsys):
     code, out = _main(["solve", BIG_FLOP, "--iterations", "1"], capsys)
     line = _one_error_line(out.err)
     assert code == 2 and "refused before building it" in line and "a later street" in line, line
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 20   # about 0.3 s on a quiet machine; building takes minutes
     # --memory-plan: the refused plan's table, then the same line
     code, out = _main(["solve", BIG_FLOP, "--memory-plan"], capsys)
     lines = out.err.strip().splitlines()
-    assert code == 2 and lines[-1] == line and lines[0].startswith("buffer") and "state.regret [in]" in out.err
+    free = re.compile(r"has [0-9.]+ \w+ free")   # the free memory moves between two calls
+    assert code == 2 and free.sub("", lines[-1]) == free.sub("", line), out.err
+    assert any(x.startswith("buffer") for x in lines) and "state.regret [in]" in out.err, out.err
 
 
 class _Accelerator:
