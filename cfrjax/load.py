@@ -12,7 +12,7 @@ from cfrjax.compile import compile_game
 from cfrjax.game import CompiledGame, read_game_file
 from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.public import build_public, check_public_fits
-from cfrjax.games.poker.subgame import build_spec
+from cfrjax.games.poker.subgame import build_spec, check_tabular_fits
 from cfrjax.games.poker.toml import load_poker_config
 from cfrjax.public.game import PublicGame
 from cfrjax.spec import GameSpec, SpecError
@@ -53,6 +53,8 @@ def _check_form(form, allowed, what):
 def _poker(cfg: PokerSubgameSpec, form, chance, check_memory=True, budget_bytes=None):
     _check_form(form, FORMS, "a poker subgame")
     if form == "tabular":
+        if check_memory:
+            check_tabular_fits(cfg, budget_bytes=budget_bytes)
         return compile_game(build_spec(cfg), chance)
     if check_memory:
         check_public_fits(cfg, budget_bytes=budget_bytes)
@@ -76,10 +78,11 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
         form.
       chance: `"folded"` or `"explicit"`, see `cfrjax.compile_game` (tabular form only;
         ignored for saved files, which keep the mode they were compiled with).
-      check_memory: a poker spec in the public form is first sized from its betting tree
-        (`cfrjax.games.poker.public.check_public_fits`, within a second): a spot whose
-        solve cannot fit the first device's free memory (`budget_bytes` if given) raises
-        `MemoryPlanError` before anything is built.
+      check_memory: a poker spec is first sized from its betting tree
+        (`cfrjax.games.poker.public.check_public_fits`, or for the tabular form
+        `cfrjax.games.poker.subgame.check_tabular_fits`; within a second or two): a spot
+        whose solve cannot fit the first device's free memory (`budget_bytes` if given)
+        raises `MemoryPlanError` before anything is built.
       **kwargs: passed to the source (e.g. `max_nodes` for OpenSpiel, `random_hands=10`
         to override a poker spec's keys).
 
