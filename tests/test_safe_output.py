@@ -77,7 +77,7 @@ def test_output_path_that_is_a_folder_refused(tmp_path, capsys):
 
 
 def _kuhn(tmp_path, *extra):
-    return ["solve", "kuhn_poker", "--iterations", "20", "--eval-every", "10", "--compile-cache", "off", *extra]
+    return ["solve", "kuhn_poker", "--iterations", "10", "--eval-every", "10", "--compile-cache", "off", *extra]
 
 
 def test_missing_folders_created_and_a_failed_write_kept_in_a_named_file(tmp_path, monkeypatch, capsys):
@@ -231,17 +231,16 @@ def test_accelerator_checked_by_its_memory_and_the_host_by_the_build():
 # The estimate is the built game's sizes and plan
 
 
-@pytest.mark.parametrize("spot, hands", [
-    ("hunl_river", None), ("hunl_river", "support"), ("hunl_turn", None), ("hunl_turn_full_raise", "support"),
-    ("hunl_turn_full_rake", "support"), ("tiny_flop", "support"), ("tiny_flop_raked", "support"),
+@pytest.mark.parametrize("spot, hands, terminals", [
+    ("hunl_river", None, "auto"), ("hunl_river", None, "dense"), ("hunl_river", "support", "auto"),
+    ("hunl_turn", None, "auto"), ("hunl_turn", "support", "dense"), ("hunl_turn_full_raise", "support", "auto"),
+    ("hunl_turn_full_rake", "support", "auto"), ("tiny_flop", "support", "auto"), ("tiny_flop_raked", "support", "auto"),
 ])
-@pytest.mark.parametrize("terminals", ["auto", "dense"])
 def test_estimate_is_the_built_game(spot, hands, terminals):
     """`public_shapes` (betting trees only) gives the built game's sizes exactly, and
-    `memory_plan` of it is the built game's plan, row by row."""
+    `memory_plan` of it is the built game's plan, row by row (every terminal form, raked
+    or not, river, turn and flop)."""
     if spot.startswith("tiny_flop"):
-        if terminals == "dense":
-            pytest.skip("dense matrices of 2,352 boards: the auto case covers the flop")
         cfg = PokerSubgameSpec(**TINY_FLOP, **(dict(rake_rate=0.05, rake_cap=3.0) if spot.endswith("raked") else {}))
     else:
         cfg = load_poker_config(cfrjax.load.spec_path(spot))
