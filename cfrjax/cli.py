@@ -82,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="write the exploitability curve (vs iterations and vs seconds) as a PNG (needs matplotlib)")
     s.add_argument("--save-game", default=None, help="also write the compiled game to this .npz path")
     s.add_argument("--memory-plan", action="store_true",
-                   help="print the memory plan (one row per buffer) before compiling")
+                   help="print the memory plan (one row per buffer) before compiling, or with the error when the "
+                        "plan does not fit")
     s.add_argument("--json", action="store_true", help="print one JSON object as the last stdout line")
 
     b = sub.add_parser("solve-batch", help="solve a batch of random subgames of one game, on one or many "
@@ -249,6 +250,73 @@ class _Status:
             sys.stderr.flush()
 
 
+#: Per command, the options naming a path it writes (`out`: a folder) and so checks first.
+_OUTPUTS = {"solve": ("save_policy", "plot", "save_game", "checkpoint"), "show": ("csv", "npz"),
+            "solve-batch": ("out",), "datagen": ("out",)}
+
+
+def _check_outputs(args) -> None:
+    """Every path the command writes, checked before any work (building, solving): its
+    folder is created if missing and must take a new file, so a result is never lost to a
+    missing folder after a solve; else one line naming the option and the cause."""
+    import tempfile
+
+    for name in _OUTPUTS.get(args.command, ()):
+        path = getattr(args, name)
+        if path is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        folder = os.path.abspath(path) if name == "out" else os.path.dirname(os.path.abspath(path))
+        if name != "out" and os.path.isdir(path):
+            raise ValueError(f"{flag} {path}: is a folder; give a file name")
+        above = folder
+        while not os.path.exists(above):
+            above = os.path.dirname(above)
+        if not os.path.isdir(above):
+            raise ValueError(f"{flag} {path}: cannot create the folder {folder}: {above} is a file")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".cfrjax-probe-", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            raise ValueError(f"{flag} {path}: cannot write into {folder} ({e.strerror or e})") from None
+
+
+def _fallback(what: str, path: str, write, error: OSError, say: bool = True) -> str:
+    """After `write(path)` failed with `error` (the folder removed, the disk full, ...):
+    write the result to a new file named after `path` in the working folder, else the
+    temporary folder, and (`say`) say where in one line on stderr. Returns the file
+    written; raises `error` if neither takes it."""
+    import tempfile
+
+    stem, ext = os.path.splitext(os.path.basename(path))
+    for folder in (os.getcwd(), tempfile.gettempdir()):
+        alt = None
+        try:
+            fd, alt = tempfile.mkstemp(prefix=f"cfrjax-{stem}-", suffix=ext, dir=folder)
+            os.close(fd)
+            write(alt)
+        except OSError:
+            if alt is not None and os.path.exists(alt):
+                os.unlink(alt)
+            continue
+        if say:
+            print(f"cfrjax: could not write the {what} to {path} ({error.strerror or error}); wrote it to {alt} "
+                  "instead", file=sys.stderr)
+        return alt
+    raise error
+
+
+def _write_result(what: str, path: str, write) -> str:
+    """`write(path)`, or after a failure `_fallback`: the path the result is in."""
+    try:
+        write(path)
+        return path
+    except OSError as e:
+        return _fallback(what, path, write, e)
+
+
 class _Interrupted(Exception):
     def __init__(self, signum, iteration, path):
         super().__init__(signum)
@@ -404,6 +472,13 @@ def _solve(args) -> dict:
     except KeyboardInterrupt:  # Ctrl-C without a checkpoint (with one, SIGINT is caught by _Stop)
         last = run.history[-1] if run.history else None
         raise _CtrlC(int(run.state.iteration), None if last is None else (last[0], last[2])) from None
+    except OSError as e:  # a checkpoint write failed: the state so far goes to a named file
+        if not args.checkpoint:
+            raise
+        alt = _fallback("checkpoint", args.checkpoint, lambda p: (setattr(run, "checkpoint", p), run.save()), e,
+                        say=False)
+        raise OSError(f"stopped at iteration {int(run.state.iteration)}: writing the checkpoint {args.checkpoint} "
+                      f"failed ({e.strerror or e}); the state is in {alt} (resume with --checkpoint {alt})") from None
     if start >= run.iterations:
         if not run.history:
             run.evaluate()
@@ -421,9 +496,12 @@ def _solve(args) -> dict:
         values = cfrjax.evaluate_values(game, state)
         meta.update(values=[float(values[0]), float(values[1])], expected_rake=-float(values.sum()))
     if args.save_policy:
-        cfrjax.save_policy(args.save_policy, game, cfrjax.average_policy(game, state), meta=meta)
+        policy = cfrjax.average_policy(game, state)
+        args.save_policy = _write_result("policy", args.save_policy,
+                                         lambda p: cfrjax.save_policy(p, game, policy, meta=meta))
     if args.plot:
-        write_plot(run.history, args.plot, f"{game.name}: {args.rule} {args.order} {args.averaging} {args.dtype}")
+        title = f"{game.name}: {args.rule} {args.order} {args.averaging} {args.dtype}"
+        args.plot = _write_result("plot", args.plot, lambda p: write_plot(run.history, p, title))
     sizes = game.sizes()
     ran = int(state.iteration) - start
     record = dict(meta, nodes=sizes.get("nodes"), infosets=sizes.get("infosets"), slots=sizes.get("slots"),
@@ -633,11 +711,9 @@ def _show_node(args, solution: list) -> None:
     report = node_report(game, policy, code)
     _print_report(report, origin, expl, args)
     if args.csv:
-        report.save_csv(args.csv)
-        print(f"  csv: {args.csv}")
+        print(f"  csv: {_write_result('csv table', args.csv, report.save_csv)}")
     if args.npz:
-        report.save_npz(args.npz)
-        print(f"  npz: {args.npz}")
+        print(f"  npz: {_write_result('report', args.npz, report.save_npz)}")
 
 
 def _print_report(r, origin: str, expl: float, args) -> None:
@@ -845,6 +921,7 @@ def main(argv=None) -> int:
     from cfrjax.spec import SpecError
 
     try:
+        _check_outputs(args)
         if args.command == "show":
             _show(args)
             return 0
@@ -885,6 +962,8 @@ def main(argv=None) -> int:
         print(f"cfrjax: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     except (SpecError, ValueError, OSError, ImportError, MemoryPlanError) as e:
+        if getattr(e, "plan", None) is not None and getattr(args, "memory_plan", False):
+            print(e.plan.table(), file=sys.stderr)   # the refused plan, asked for by --memory-plan
         msg = " ".join(str(e).split()) or type(e).__name__
         print(f"cfrjax: error: {msg}", file=sys.stderr)
         return 2

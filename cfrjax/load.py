@@ -11,8 +11,8 @@ import os
 from cfrjax.compile import compile_game
 from cfrjax.game import CompiledGame, read_game_file
 from cfrjax.games.poker.config import PokerSubgameSpec
-from cfrjax.games.poker.public import build_public
-from cfrjax.games.poker.subgame import build_spec
+from cfrjax.games.poker.public import build_public, check_public_fits
+from cfrjax.games.poker.subgame import build_spec, check_tabular_fits
 from cfrjax.games.poker.toml import load_poker_config
 from cfrjax.public.game import PublicGame
 from cfrjax.spec import GameSpec, SpecError
@@ -50,10 +50,14 @@ def _check_form(form, allowed, what):
                         f"not {form!r} (the public form is for poker subgame specs)")
 
 
-def _poker(cfg: PokerSubgameSpec, form, chance):
+def _poker(cfg: PokerSubgameSpec, form, chance, check_memory=True, budget_bytes=None):
     _check_form(form, FORMS, "a poker subgame")
     if form == "tabular":
+        if check_memory:
+            check_tabular_fits(cfg, budget_bytes=budget_bytes)
         return compile_game(build_spec(cfg), chance)
+    if check_memory:
+        check_public_fits(cfg, budget_bytes=budget_bytes)
     return build_public(cfg)
 
 
@@ -72,7 +76,8 @@ def _check_name(source: str) -> None:
                          "(`cfrjax games` lists some; any OpenSpiel game string works)")
 
 
-def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs):
+def load_game(game, *, form: str | None = None, chance: str = "folded", check_memory: bool = True,
+              budget_bytes: int | None = None, **kwargs):
     """Compile (or read) a game.
 
     Args:
@@ -88,6 +93,11 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs
         form.
       chance: `"folded"` or `"explicit"`, see `cfrjax.compile_game` (tabular form only;
         ignored for saved files, which keep the mode they were compiled with).
+      check_memory: a poker spec is first sized from its betting tree
+        (`cfrjax.games.poker.public.check_public_fits`, or for the tabular form
+        `cfrjax.games.poker.subgame.check_tabular_fits`; within a second or two): a spot
+        whose solve cannot fit the first device's free memory (`budget_bytes` if given)
+        raises `MemoryPlanError` before anything is built.
       **kwargs: passed to the source (e.g. `max_nodes` for OpenSpiel, `random_hands=10`
         to override a poker spec's keys).
 
@@ -97,11 +107,12 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs
         OpenSpiel game name.
       SpecError: the game is not a finite two-player zero-sum perfect-recall game, or the
         source has no such form.
+      MemoryPlanError: a poker spot too large to solve here (`check_memory`).
     """
     if isinstance(game, (CompiledGame, PublicGame)):
         return game
     if isinstance(game, PokerSubgameSpec):
-        return _poker(game, form, chance)
+        return _poker(game, form, chance, check_memory, budget_bytes)
     if isinstance(game, GameSpec):
         _check_form(form, ("tabular",), f"game {game.name!r}")
         return compile_game(game, chance)
@@ -110,7 +121,7 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", **kwargs
     if isinstance(game, (str, os.PathLike)) and os.path.isfile(game):
         path = os.fspath(game)
         if path.endswith(".toml"):
-            return _poker(load_poker_config(path, **kwargs), form, chance)
+            return _poker(load_poker_config(path, **kwargs), form, chance, check_memory, budget_bytes)
         _check_form(form, ("tabular",), f"the saved game {path}")
         return read_game_file(path)
     if isinstance(game, (str, os.PathLike)):

@@ -26,6 +26,10 @@ error halfway through compilation or the run.
     plan = cfrjax.memory.memory_plan(game, batch=64)
     print(plan)                                   # the table
     cfrjax.memory.check_fits(plan, jax.devices()[0])
+
+A poker spot's plan before it is built: `cfrjax.games.poker.public.public_plan(config)`,
+`memory_plan` of a game of the same shapes sized from the betting tree alone (equal to the
+built game's, tested); `cfrjax.load_game` checks it first (`check_public_fits`).
 """
 
 from __future__ import annotations
@@ -299,7 +303,7 @@ def _host_available() -> int | None:
 
 
 def check_fits(plan: MemoryPlan, device=None, *, budget_bytes: int | None = None, margin: float = 0.10,
-               resident_bytes: int = 0) -> dict:
+               resident_bytes: int = 0, what: str | None = None, remedy: str | None = None) -> dict:
     """Check that `plan` (times `1 + margin`) fits the free memory of `device`.
 
     Args:
@@ -310,6 +314,8 @@ def check_fits(plan: MemoryPlan, device=None, *, budget_bytes: int | None = None
       margin: headroom on top of the estimate (XLA's allocator, fragmentation).
       resident_bytes: bytes of the plan already allocated on the device (inputs placed
         there before the check, counted in its used memory): not needed again.
+      what: the message's subject (default "the solve"); remedy: what to change (default:
+        a smaller batch per device, or a smaller game).
 
     Returns:
       `dict(need=..., free=..., fits=True, max_batch=..., source=...)`; `free` is `None`
@@ -317,7 +323,7 @@ def check_fits(plan: MemoryPlan, device=None, *, budget_bytes: int | None = None
 
     Raises:
       MemoryPlanError: the estimate exceeds the free memory; the message gives both, the
-        largest batch per device that fits, and what to change.
+        largest batch per device that fits, and what to change; `err.plan` is `plan`.
     """
     device = jax.devices()[0] if device is None and budget_bytes is None else device
     if budget_bytes is not None:
@@ -334,16 +340,18 @@ def check_fits(plan: MemoryPlan, device=None, *, budget_bytes: int | None = None
     if info.get("limit") is not None and info["source"] == "memory_stats":
         detail = f" (limit {format_bytes(info['limit'])}, in use {format_bytes(info['in_use'])})"
     fit = out["max_batch"]
-    hint = (f"at most {fit} subgame(s) per device fit: use a smaller batch per device or more devices "
-            "(cfrjax.shard.solve_sharded)" if fit else
-            "not even one subgame fits: use a smaller game, float32, or a device with more memory")
-    raise MemoryPlanError(
-        f"cfrjax memory plan: the solve needs about {format_bytes(need)} more ({format_bytes(plan.total_bytes)} estimated "
+    hint = remedy or (f"at most {fit} subgame(s) per device fit: use a smaller batch per device or more devices "
+                      "(cfrjax.shard.solve_sharded)" if fit else
+                      "not even one subgame fits: use a smaller game, float32, or a device with more memory")
+    err = MemoryPlanError(
+        f"cfrjax memory plan: {what or 'the solve'} needs about {format_bytes(need)} more ({format_bytes(plan.total_bytes)} estimated "
         f"+ {margin:.0%} margin: {format_bytes(plan.shared_bytes)} shared + {plan.batch} x "
         f"{format_bytes(plan.per_subgame_bytes)} per subgame"
         f"{f', less {format_bytes(resident_bytes)} of inputs already there' if resident_bytes else ''}) but "
         f"{where} has {format_bytes(free)} free"
         f"{detail} [{info['source']}]; {hint}")
+    err.plan = plan
+    raise err
 
 
 def guard(game, state, *, devices: int = 1, device=None) -> dict:

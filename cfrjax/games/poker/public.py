@@ -38,6 +38,7 @@ import dataclasses
 import time
 from collections import deque
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -55,7 +56,7 @@ from cfrjax.public import showdown_kernel, spot_kernel, terminals as pt
 from cfrjax.public.game import TERMINAL_MODES, PublicGame, PublicLabels
 from cfrjax.spec import CHANCE, TERMINAL
 
-__all__ = ["DENSE_LIMIT_BYTES", "build_public", "public_hands"]
+__all__ = ["DENSE_LIMIT_BYTES", "build_public", "check_public_fits", "public_hands", "public_plan", "public_shapes"]
 
 #: Under `terminals="auto"` the dense matrices are built (for accelerators) only below this size.
 DENSE_LIMIT_BYTES = 2 * 2 ** 30
@@ -245,6 +246,48 @@ def _flop_trunk(cfg: PokerSubgameSpec, rest: np.ndarray):
     return stage, stage.new[np.array(leaves, np.int64)], subs, rest
 
 
+def _trunk_forest(cfg: PokerSubgameSpec):
+    """The two stages of a spot and its boards: `(trunk, forest, root_chance, extra [B, k],
+    groups G, board_group [B] or None, turn_cards [G] or None, chance_reach)` (the
+    module docstring's layout; `extra` holds each board's cards beyond `cfg.board`).
+    Betting trees only: fast (a flop with three sizes per street: well under a second),
+    so `public_shapes` sizes a spot from it before anything per board is built."""
+    board = cfg.board_cards
+    rest = np.setdiff1d(np.arange(52), board)
+    groups, board_group, turn_cards = 0, None, None
+    if cfg.street == "flop":
+        trunk, root_chance, subs, turn_cards = _flop_trunk(cfg, rest)
+        forest = _stage(subs)
+        groups = turn_cards.size
+        rivers = [np.setdiff1d(rest, [t]) for t in turn_cards]
+        extra = np.array([(t, r) for t, rs in zip(turn_cards, rivers) for r in rs], np.int64)   # [B, 2]
+        board_group = np.repeat(np.arange(groups), [r.size for r in rivers])
+        chance_reach = 1.0 / (FLOP_TURN_CARDS * RIVER_CARDS)
+    elif board.size == 4:
+        first = _street_tree(cfg, 0.0, last=False, street="turn")
+        trunk = _stage([first])
+        chance = np.flatnonzero(trunk.kind == CHANCE)
+        forest = _stage([_river_tree(cfg, trunk.tot[c], trunk.allin[c], trunk.oop_call[c]) for c in chance])
+        extra = rest[:, None]
+        chance_reach = 1.0 / RIVER_CARDS
+        root_chance = chance
+    else:   # no trunk: the forest is the river tree, fed by the ranges
+        trunk = _stage([])
+        forest = _stage([_street_tree(cfg, 0.0, last=True, street="river")])
+        extra = np.zeros((1, 0), np.int64)
+        chance_reach = 1.0
+        root_chance = np.zeros(1, np.int64)
+    return trunk, forest, root_chance, extra, groups, board_group, turn_cards, chance_reach
+
+
+def _builds_dense(terminals: str, boards: int, hands: int, dense_limit_bytes: int) -> bool:
+    """Whether `build_public` builds the dense terminal matrices (its `terminals` argument)."""
+    return terminals == "dense" or (terminals == "auto" and default_platform() != "cpu"
+                                    and (boards == 1 or not showdown_kernel.available())
+                                    and pt.dense_bytes(boards, hands, np.dtype(pt.DENSE_DTYPE).itemsize)
+                                    <= dense_limit_bytes)
+
+
 def _own_paths(stage: _Stage, lane: np.ndarray, sentinel: int) -> np.ndarray:
     """`[n, 2, W]`: per node and player the slots of the player's own decisions on the path
     from the node's root (root first), padded with `sentinel`."""
@@ -306,7 +349,6 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     fdt = jnp.dtype(default_float_dtype() if dtype is None else dtype)
     board = cfg.board_cards
     turn = board.size == 4
-    rest = np.setdiff1d(np.arange(52), board)
 
     # Hands and ranges.
     hands = public_hands(cfg, hands)
@@ -322,29 +364,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
 
     # Trunk (the flop and turn streets) and forest (the river trees below one board).
-    groups = 0
-    if cfg.street == "flop":
-        trunk, root_chance, subs, turn_cards = _flop_trunk(cfg, rest)
-        forest = _stage(subs)
-        groups = turn_cards.size
-        rivers = [np.setdiff1d(rest, [t]) for t in turn_cards]
-        extra = np.array([(t, r) for t, rs in zip(turn_cards, rivers) for r in rs], np.int64)   # [B, 2]
-        board_group = np.repeat(np.arange(groups), [r.size for r in rivers])
-        chance_reach = 1.0 / (FLOP_TURN_CARDS * RIVER_CARDS)
-    elif turn:
-        first = _street_tree(cfg, 0.0, last=False, street="turn")
-        trunk = _stage([first])
-        chance = np.flatnonzero(trunk.kind == CHANCE)
-        forest = _stage([_river_tree(cfg, trunk.tot[c], trunk.allin[c], trunk.oop_call[c]) for c in chance])
-        extra = rest[:, None]
-        chance_reach = 1.0 / RIVER_CARDS
-        root_chance = chance
-    else:   # no trunk: the forest is the river tree, fed by the ranges
-        trunk = _stage([])
-        forest = _stage([_street_tree(cfg, 0.0, last=True, street="river")])
-        extra = np.zeros((1, 0), np.int64)
-        chance_reach = 1.0
-        root_chance = np.zeros(1, np.int64)
+    trunk, forest, root_chance, extra, groups, board_group, turn_cards, chance_reach = _trunk_forest(cfg)
     B = extra.shape[0]
     strength, live = _strengths(cfg, hands, extra)
     n1 = trunk.size
@@ -417,9 +437,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     # Several boards (a turn's river cards) on an NVIDIA GPU: every board's showdowns run as
     # one launch of the sorted showdown kernel, faster than the matrices and without their
     # memory (full-range turn, H200: 0.66 -> 0.39 ms/iter, 0.86 -> 0.36 GB).
-    if terminals == "dense" or (terminals == "auto" and default_platform() != "cpu"
-                                and (B == 1 or not showdown_kernel.available())
-                                and pt.dense_bytes(B, H, np.dtype(pt.DENSE_DTYPE).itemsize) <= dense_limit_bytes):
+    if _builds_dense(terminals, B, H, dense_limit_bytes):
         dense = pt.dense_tables(strength, hand_cards, live)
 
     index_arrays = dict(
@@ -514,3 +532,126 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         labels=labels)
     meta["build_s"] = round(time.perf_counter() - t_start, 3)
     return game
+
+
+# ----------------------------------------------------------------------------------------
+# Sizes and memory before building.
+
+
+def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None,
+                  dense_limit_bytes: int = DENSE_LIMIT_BYTES) -> PublicGame:
+    """The `PublicGame` that `build_public(config, ...)` would build, with
+    `jax.ShapeDtypeStruct` leaves of the same shapes and dtypes and the same sizes
+    (`sizes()`) and level layout, from the betting trees alone: nothing per board (hand
+    strengths, showdown tables, labels) is built, so it takes well under a second for any
+    spot. `cfrjax.memory.memory_plan` of it is the built game's plan (tested equal), which
+    is how `check_public_fits` refuses a spot too large for the machine before building it.
+    It is not a game to solve (no values, no labels)."""
+    if not isinstance(config, PokerSubgameSpec):
+        raise PokerSpecError(f"public_shapes expects a PokerSubgameSpec, got {type(config).__name__}")
+    if terminals not in TERMINAL_MODES:
+        raise ValueError(f"unknown terminals {terminals!r}; allowed: {', '.join(map(repr, TERMINAL_MODES))}")
+    fdt = jnp.dtype(jax.dtypes.canonicalize_dtype(default_float_dtype() if dtype is None else dtype))
+    i32 = jnp.dtype(jnp.int32)
+    hand_ids = public_hands(config, hands)
+    H = int(hand_ids.size)
+    M = max(1, int(np.bincount(COMBOS[hand_ids].ravel(), minlength=52).max()))   # `card_table`'s width
+    trunk, forest, root_chance, extra, groups, _, _, _ = _trunk_forest(config)
+    B, n1, n2 = int(extra.shape[0]), trunk.size, forest.size
+    t_sl = [int(_slots(trunk, p)[1].sum()) for p in (0, 1)]
+    f_sl = [int(_slots(forest, p)[1].sum()) for p in (0, 1)]
+    nact = np.concatenate([np.concatenate([_slots(trunk, p)[1], np.tile(_slots(forest, p)[1], B)]) for p in (0, 1)])
+    S, I = int(nact.sum()), int(nact.size)
+    # W: the most own decisions of one player on a path from a forest root (`_own_paths`).
+    own = np.zeros((n2, 2), np.int64)
+    for n in range(n2):
+        p = forest.parent[n]
+        if p != n:
+            own[n] = own[p] + (forest.kind[p] == np.arange(2))
+    W = int(own.max(initial=0))
+
+    def terms(stage):
+        term = stage.kind == TERMINAL
+        return int(np.count_nonzero(term & (stage.fold != 0))), int(np.count_nonzero(term & (stage.fold == 0)))
+
+    tF, _ = terms(trunk)
+    fF, K = terms(forest)
+    ints = dict(
+        trunk_parent=(n1,), trunk_child_start=(trunk.child_start.size,), trunk_owner=(n1,), trunk_lane_slot=(n1, 2),
+        trunk_term_pos=(n1,), trunk_fold_node=(tF,), trunk_slot_node=(sum(t_sl),), trunk_slot_child=(sum(t_sl),),
+        root_chance=np.shape(root_chance), forest_parent=(n2,), forest_child_start=(n2 + 1,), forest_owner=(n2,),
+        forest_lane_slot=(n2, 2), forest_term_pos=(n2,), forest_slot_node=(sum(f_sl),),
+        forest_slot_child=(sum(f_sl),), forest_path=(n2, 2, W), forest_root_of=(n2,), forest_fold_node=(fF,),
+        forest_showdown_node=(K,), hand_cards=(H, 2), card_hands=(52, M), slot_infoset=(S,),
+        infoset_slot_start=(I + 1,), sd_sorted=(B, H), sd_card_sorted=(B, 52, M), sd_index=(B, H, 6))
+    if groups:
+        ints.update(trunk_dealt=(n1,), board_group=(B,))
+    floats = dict(trunk_fold_payoff=(tF,), forest_fold_payoff=(fF,), forest_showdown_stake=(K,), board_live=(B, H),
+                  slot_uniform=(S,), weights=(2, H), norm=())
+    if config.raked:
+        floats.update(trunk_fold_values=(tF, 2), forest_fold_values=(fF, 2), forest_showdown_rake=(K,))
+    leaves = {k: jax.ShapeDtypeStruct(tuple(v), i32) for k, v in ints.items()}
+    leaves.update({k: jax.ShapeDtypeStruct(tuple(v), fdt) for k, v in floats.items()})
+    dense_dt = jnp.dtype(pt.DENSE_DTYPE)
+    leaves["card_matrix"] = jax.ShapeDtypeStruct((-(-53 // pt.MATMUL_ROWS) * pt.MATMUL_ROWS, H), dense_dt)
+    if _builds_dense(terminals, B, H, dense_limit_bytes):
+        leaves["dense_showdown"] = jax.ShapeDtypeStruct((B, H, H), dense_dt)
+        leaves["dense_compat"] = jax.ShapeDtypeStruct((H, H), dense_dt)
+    return PublicGame(
+        **leaves, num_nodes=n1 + B * n2, num_slots=S, num_infosets=I, num_hands=H, num_boards=B,
+        trunk_levels=trunk.levels if n1 else (), trunk_fanout=trunk.fanout if n1 else (),
+        trunk_level_terms=trunk.terms if n1 else (), forest_levels=forest.levels, forest_fanout=forest.fanout,
+        forest_level_terms=forest.terms, trunk_slots=tuple(t_sl), forest_slots=tuple(f_sl),
+        slot_split=t_sl[0] + B * f_sl[0], dealt=bool(n1), board_groups=int(groups),
+        max_actions=int(nact.max(initial=0)), terminals=terminals)
+
+
+def public_plan(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None, order: str | None = None,
+                batch: int = 1):
+    """`cfrjax.memory.memory_plan` of the spot `build_public(config, hands=hands,
+    terminals=terminals, dtype=dtype)` would build, before building it (`public_shapes`),
+    for a solve in `order` (default the solver's default) of `batch` subgames."""
+    from cfrjax.memory import memory_plan
+
+    return memory_plan(public_shapes(config, hands=hands, terminals=terminals, dtype=dtype), dtype=dtype, order=order,
+                       batch=batch)
+
+
+def check_public_fits(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None,
+                      order: str | None = None, device=None, budget_bytes: int | None = None) -> dict:
+    """Refuse a spot whose solve cannot fit, before building it (`cfrjax.load_game` calls it).
+
+    The plan is `public_plan` (the rows `cfrjax.memory.guard` checks after the build),
+    checked by `cfrjax.memory.check_fits` against `device`'s free memory (default the
+    first device: device memory on a GPU, the host's available memory on a CPU) or
+    `budget_bytes`. On an accelerator the same plan is also checked against the host's
+    available memory, where the game is built: building takes less than the plan (the
+    game's leaves and their temporaries; a tiny flop with every live combo: 1.3 GB resident
+    for a 3.3 GB plan), the solver state and scratch (`[S, H]`, `[N, H]` arrays) being the
+    bulk of it. The default order (alternating) needs the least scratch, so only a spot
+    that fits under no order is refused here; the solve's own check (`guard`, with its
+    order and dtype) still runs before it starts.
+
+    Returns: `check_fits`'s dict (`need`, `free`, `plan`, ...).
+
+    Raises:
+      MemoryPlanError: the message names the spot's sizes, the plan's total and the free
+        memory, and what to change; `err.plan` is the `MemoryPlan`.
+    """
+    from cfrjax.memory import check_fits
+
+    plan = public_plan(config, hands=hands, terminals=terminals, dtype=dtype, order=order)
+    sz = plan.sizes
+    what = (f"{config.name!r} (a {config.street} spot: {sz['nodes']:,} public nodes over {sz['boards']:,} board(s), "
+            f"{sz['slots']:,} slots x {sz['hands']:,} hands), refused before building it,")
+    remedy = ("use fewer bet and raise sizes (or fewer raises), a later street (a turn or river spot), or a machine "
+              "with more memory (cfrjax.games.poker.public.public_plan(config) prints the plan)")
+    device = jax.devices()[0] if device is None and budget_bytes is None else device
+    out = check_fits(plan, device, budget_bytes=budget_bytes, what=what, remedy=remedy)
+    if budget_bytes is None and device.platform != "cpu":
+        try:
+            host = jax.devices("cpu")[0]
+        except RuntimeError:   # JAX_PLATFORMS without the CPU: the host is not checked
+            return out
+        check_fits(plan, host, what=what + " built on the host", remedy=remedy)
+    return out

@@ -305,6 +305,73 @@ def _showdown_signs(cfg, board, h0, h1, cards):
 # The builder.
 
 
+def _check_tabular(cfg: PokerSubgameSpec) -> None:
+    """The spots the tabular form cannot hold (`build_spec`'s `PokerSpecError`s)."""
+    if cfg.street == "flop":
+        raise PokerSpecError(f"{cfg.name}: a flop spot ({cfg.board}) has no tabular form (one tree copy per deal "
+                             f"and runout is far too large); build it in the public form (form='public')")
+    if cfg.raked:
+        raise PokerSpecError(
+            f"{cfg.name}: rake (rate {cfg.rake_rate:g}, cap {cfg.rake_cap:g}) makes the game non-zero-sum, which the "
+            "tabular form cannot represent (one payoff per terminal, player 1's = -player 0's); build the public "
+            "form instead (load_game(..., form='public'), the default, or build_public)")
+
+
+def tabular_sizes(config: PokerSubgameSpec) -> dict:
+    """Counts of `build_spec(config)`'s compiled tree from its deals and betting template
+    alone (nothing per deal is built): `deals`, `nodes` and `decision_edges` (exact: one
+    template copy per deal below the chance root) and `path_width` (the most own decisions
+    of one player on a path, the width of `path_slot`)."""
+    _check_tabular(config)
+    h0 = subgame_deals(config)[0]
+    tpl = _template(config)
+    D, n = int(h0.size), int(tpl.parent.size)
+    own = np.zeros((n, 2), np.int64)
+    for i in range(n):   # parents come before their children
+        p = tpl.parent[i]
+        if p >= 0:
+            own[i] = own[p] + (tpl.kind[p] == np.arange(2))
+    decision_edges = int(np.count_nonzero((tpl.parent >= 0) & (tpl.kind[np.maximum(tpl.parent, 0)] <= PLAYER1)))
+    return dict(deals=D, nodes=1 + D * n, decision_edges=D * decision_edges, path_width=int(own.max(initial=0)))
+
+
+def check_tabular_fits(config: PokerSubgameSpec, *, dtype=None, device=None, budget_bytes: int | None = None) -> dict:
+    """Refuse a spot whose tabular form cannot fit, before building it (`cfrjax.load_game`
+    calls it for `form="tabular"`).
+
+    The plan is `cfrjax.memory.plan_from_sizes` of `tabular_sizes` (exact nodes and decision
+    edges; slots and information sets, a few percent of a poker tree's plan, left out: a
+    lower bound of the built game's `memory_plan`, 0.97-1.0 of it on the shipped river and
+    turn). It is checked against `device`'s free memory (default the first device) or
+    `budget_bytes`, and twice it against the host's, where the tree is built (building
+    `hunl_river_full`'s 16 million nodes took 1.7 times its plan).
+
+    Raises:
+      MemoryPlanError: naming the deals and nodes, the plan and what to change; `err.plan`.
+    """
+    import jax
+
+    from cfrjax.game import default_float_dtype
+    from cfrjax.memory import check_fits, plan_from_sizes
+
+    z = tabular_sizes(config)
+    plan = plan_from_sizes(z["nodes"], z["decision_edges"], 0, 0, path_width=z["path_width"],
+                           dtype=dtype or default_float_dtype())
+    what = (f"{config.name!r} in the tabular form (one tree copy per deal: {z['deals']:,} deals, {z['nodes']:,} nodes), "
+            "refused before building it,")
+    remedy = ("use the public form (form='public', the default: vectors over hands, one tree), fewer bet and raise "
+              "sizes, narrower ranges, or a machine with more memory")
+    device = jax.devices()[0] if device is None and budget_bytes is None else device
+    out = check_fits(plan, device, budget_bytes=budget_bytes, what=what, remedy=remedy)
+    if budget_bytes is None:
+        try:
+            host = jax.devices("cpu")[0]
+        except RuntimeError:   # JAX_PLATFORMS without the CPU: the host is not checked
+            return out
+        check_fits(plan, host, margin=1.0, what=what + " built on the host (twice the plan)", remedy=remedy)
+    return out
+
+
 def build_spec(config: PokerSubgameSpec) -> GameSpec:
     """Build (and validate) the `GameSpec` of a river or turn subgame.
 
@@ -318,14 +385,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
     """
     t_start = time.perf_counter()
     cfg = config
-    if cfg.street == "flop":
-        raise PokerSpecError(f"{cfg.name}: a flop spot ({cfg.board}) has no tabular form (one tree copy per deal "
-                             f"and runout is far too large); build it in the public form (form='public')")
-    if cfg.raked:
-        raise PokerSpecError(
-            f"{cfg.name}: rake (rate {cfg.rake_rate:g}, cap {cfg.rake_cap:g}) makes the game non-zero-sum, which the "
-            "tabular form cannot represent (one payoff per terminal, player 1's = -player 0's); build the public "
-            "form instead (load_game(..., form='public'), the default, or build_public)")
+    _check_tabular(cfg)
     board = cfg.board_cards
     h0, h1, prob = subgame_deals(cfg)
     D = h0.size
