@@ -4,7 +4,7 @@
                       [--averaging uniform|linear] [--dtype float32|float64]
                       [--eval-every K] [--chance folded|explicit] [--json]
                       [--checkpoint PATH [--checkpoint-every K]] [--warm-start PATH]
-                      [--save-policy PATH.json|PATH.npz] [--plot PATH.png] [--save-game PATH.npz]
+                      [--save-policy PATH[.npz|.json]] [--plot PATH.png] [--save-game PATH.npz]
     cfrjax solve-batch GAME --batch N --out DIR [--iterations N] [--seed S] [--chunk K]
                       [--coordinator HOST:PORT --num-processes N --process-id I]
                                    a batch of random subgames, one shard file per process
@@ -70,14 +70,17 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--checkpoint", default=None, metavar="PATH",
                    help="resume from PATH if it exists (same game and options), save the state there")
     s.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
-                   help="save the checkpoint every K iterations (default: at each evaluation) and at the end")
+                   help="save the checkpoint every K iterations and at the end (default: at an evaluation at least a "
+                        "minute after the last save, and at the end)")
     s.add_argument("--warm-start", default=None, metavar="PATH",
                    help="start from this checkpoint of a solve of the same tree (other ranges or payoffs allowed, "
                         "same --rule/--order/--averaging/--dtype) and run --iterations more; or from a policy file "
                         "(--save-policy) of the same tree alone: a new solve that starts playing it "
                         "(cfrjax.warm_start)")
     s.add_argument("--save-policy", default=None, metavar="PATH",
-                   help="write the average policy: PATH.json (keyed by information-set names) or PATH.npz")
+                   help="write the average policy: PATH.npz (compact; the default for a poker spot's public form "
+                        "when PATH has no extension) or PATH.json (keyed by information-set names; the default for "
+                        "the tabular form; refused above 50 MB)")
     s.add_argument("--plot", default=None, metavar="PATH",
                    help="write the exploitability curve (vs iterations and vs seconds) as a PNG (needs matplotlib)")
     s.add_argument("--save-game", default=None, help="also write the compiled game to this .npz path")
@@ -350,8 +353,10 @@ def _solve(args) -> dict:
             raise ValueError("--checkpoint-every needs --checkpoint PATH")
         if args.checkpoint_every <= 0:
             raise ValueError(f"--checkpoint-every must be positive, got {args.checkpoint_every}")
-    if args.save_policy is not None and not args.save_policy.endswith((".json", ".npz")):
-        raise ValueError(f"--save-policy {args.save_policy!r}: the file name must end with .json or .npz")
+    if args.save_policy is not None and not args.save_policy.endswith((".json", ".npz")) and \
+            os.path.splitext(os.path.basename(args.save_policy))[1]:
+        raise ValueError(f"--save-policy {args.save_policy!r}: the file name must end with .json or .npz (or have "
+                         "no extension: .npz for a poker spot's public form, .json for the tabular form)")
     _check_plot_available(args.plot)
 
     from cfrjax.compile_cache import enable_compile_cache
@@ -360,6 +365,9 @@ def _solve(args) -> dict:
     with _Status(f"building {args.game} ..."):
         game = _load_game_quietly(args.game, args.chance, args.form)
     build_s = time.perf_counter() - t0
+    if args.save_policy:  # the form's default extension; a .json too large refused before solving
+        args.save_policy = cfrjax.strategy.policy_path(args.save_policy, game)
+        cfrjax.strategy.check_json_size(args.save_policy, game)
     if args.save_game:
         cfrjax.save_game(game, args.save_game)
     state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
@@ -603,6 +611,7 @@ def _show_node(args, solution: list) -> None:
 
     jax.config.update("jax_enable_x64", True)  # reports in float64; an application may flip it, the library never does
     import cfrjax
+    from cfrjax.compile_cache import enable_compile_cache
     from cfrjax.public.report import decision_node, node_report
 
     if len(solution) != 1:
@@ -622,6 +631,7 @@ def _show_node(args, solution: list) -> None:
                          "sets: cfrjax solve GAME --save-policy P.json, then cfrjax show P.json INFOSET)")
     code = "" if args.where == "root" else args.where
     decision_node(game, code)            # an unknown node fails before any solving
+    enable_compile_cache(args.compile_cache)  # the report's program, kept: a later show of this spot reads it back
     if args.checkpoint is not None:
         state = cfrjax.load_checkpoint(args.checkpoint, game)
         policy = cfrjax.average_policy(game, state)
@@ -632,8 +642,14 @@ def _show_node(args, solution: list) -> None:
         expl = last[-1][2] if last[-1][0] == int(state.iteration) else float(cfrjax.evaluate(game, state)[0])
     elif args.policy is not None:
         policy = cfrjax.load_policy(args.policy, game)
-        origin = f"policy {args.policy}"
-        expl = float(cfrjax.exploitability(game, policy.astype(game.weights.dtype)))
+        saved = cfrjax.strategy.policy_info(args.policy)["meta"] or {}
+        run = f" ({saved['rule']} {saved['order']}, iteration {saved['iterations']})" \
+            if {"rule", "order", "iterations"} <= set(saved) else ""
+        origin = f"policy {args.policy}{run}"
+        # the solve's own evaluation, if it recorded one (cfrjax solve --save-policy)
+        expl = saved.get("exploitability")
+        if expl is None:
+            expl = float(cfrjax.exploitability(game, policy.astype(game.weights.dtype)))
     else:
         state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
         with _Status(f"solving {args.iterations} iterations ..."):
