@@ -3,8 +3,15 @@
 A game is compiled once into a *form* (`cfrjax.forms`): the tabular form (any game,
 `CompiledGame`) or, for poker subgames, the public-tree form (`PublicGame`, vectors over
 hands). Everything below works on either.
+
+The names below are imported on first use (`__getattr__`), not by `import cfrjax`:
+importing JAX and the solver takes about a second, which commands that need neither
+(`cfrjax games`, `cfrjax --help`) do not pay. The first attribute read imports them all.
 """
 
+# Imported together on the first attribute read (`__getattr__`): `import cfrjax` alone
+# does not import JAX.
+_API = """
 from cfrjax import batch, datagen, memory, multihost, policy, profile, shard
 from cfrjax.batch import batch_axes, solve_batch
 from cfrjax.best_response import (
@@ -35,6 +42,7 @@ from cfrjax.games.efg_file import read_efg, write_efg
 from cfrjax.games.openspiel import from_openspiel_policy, spec_from_openspiel, to_openspiel_policy
 from cfrjax.games.poker.deals import root_ranges, set_root_ranges
 from cfrjax.games.poker.depth import depth_limited
+"""
 
 __version__ = "0.1.0"
 
@@ -51,3 +59,33 @@ __all__ = [
     "spec_from_openspiel", "step", "strategy_table", "to_openspiel_policy", "uniform_policy", "unlock",
     "value_certificate", "warm_start", "write_efg",
 ]
+
+
+
+_imported = False
+
+
+def __getattr__(name: str):
+    """A submodule (`from cfrjax import cli`) alone; any other name: the API (`_API`),
+    imported whole on the first such read."""
+    global _imported
+    import builtins   # `compile` here is the submodule cfrjax.compile once imported
+    import importlib
+    import importlib.util
+
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
+    if not _imported and not name.startswith("__"):
+        _imported = True   # a module of the API reading `cfrjax.X` while it loads finds it missing, as before
+        try:
+            builtins.exec(builtins.compile(_API, __file__, "exec"), globals())
+        except BaseException:
+            _imported = False
+            raise
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

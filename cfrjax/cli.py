@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from cfrjax.public.report import CSV_FIELDS
+    from cfrjax.columns import CSV_FIELDS
 
     p = _Parser(prog="cfrjax", description="Solve two-player zero-sum games with CFR in JAX.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -172,12 +172,16 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--limit", type=int, default=None,
                     help="print at most this many rows (default: all) or matching information sets (default 20)")
 
+    _games_parser(sub)
+    return p
+
+
+def _games_parser(sub) -> None:
     g = sub.add_parser("games", help="list built-in games and the game specs in a directory, with sizes")
     g.add_argument("--dir", default=None,
                    help="directory with suite.toml and .toml / .npz specs (default: ./games, else the "
                         "repository's games/)")
     g.add_argument("--sizes", action="store_true", help="also compute the sizes not known in advance (slow)")
-    return p
 
 
 def _solver_options(p) -> None:
@@ -755,6 +759,28 @@ KNOWN_SIZES = {
     "turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_cards=5,points_order=descending))": (26931, 2124),
     "battleship(board_width=2,board_height=2,ship_sizes=[1],ship_values=[1],num_shots=4)": (209941, 30162),
 }
+#: `(public nodes, decision nodes x hands)` of the shipped poker specs in the public form, by
+#: `_spec_digest` of the file: listing them takes no build (the flop's takes seconds). A spec
+#: edited since has another digest: its sizes are '-' until `--sizes` builds it
+#: (tests/test_formats.py checks this table against the builder).
+SPEC_SIZES = {
+    "c6b3b92065b70b51": (191844, 100270464),  # hunl_flop_full
+    "42da9c4649a1025c": (15, 6486),  # hunl_river
+    "6b3531a9d7045d70": (15, 6486),  # hunl_river_full
+    "0e73a31d97618e67": (15, 6486),  # hunl_river_full_rake
+    "957daef171fb6a1d": (3615, 1631088),  # hunl_turn
+    "df75c65bdc6435c6": (3615, 1631088),  # hunl_turn_full
+    "37668eb0dad3fc73": (8235, 3584784),  # hunl_turn_full_raise
+    "1730ee0da48b1a2e": (3615, 1631088),  # hunl_turn_full_rake
+}
+
+
+def _spec_digest(path: str) -> str:
+    """The first 16 hex digits of the SHA-256 of a spec file's bytes (`SPEC_SIZES`' key)."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 def _short(path):
@@ -797,8 +823,12 @@ def _resolve_source(src, games_dir):
     return src
 
 
-def _sizes(src, compute_openspiel):
-    """`(nodes, infosets, form)` of a source in the form `cfrjax solve` compiles it to."""
+def _sizes(src, compute):
+    """`(nodes, infosets, form)` of a source in the form `cfrjax solve` compiles it to;
+    sizes `None` where they are not known in advance and `compute` is false (nothing is
+    imported or built then: no JAX, no OpenSpiel)."""
+    if src.endswith(".toml") and not compute:
+        return (*SPEC_SIZES.get(_spec_digest(src), (None, None)), "public")
     if src.endswith(".toml"):
         from cfrjax.games.poker import load_poker_config
         from cfrjax.games.poker.public import build_public
@@ -811,7 +841,7 @@ def _sizes(src, compute_openspiel):
         return meta["num_nodes"], meta["num_infosets"], "tabular"
     if src in KNOWN_SIZES:
         return (*KNOWN_SIZES[src], "tabular")
-    if compute_openspiel:
+    if compute:
         from cfrjax.games.openspiel import spec_from_openspiel
         s = spec_from_openspiel(src)
         return s.num_nodes, s.num_infosets, "tabular"
@@ -819,7 +849,7 @@ def _sizes(src, compute_openspiel):
 
 
 def _games(args) -> None:
-    from cfrjax.load import shipped_specs
+    from cfrjax.specs import shipped_specs
 
     d = _games_dir(args.dir)
     suite = os.path.join(d, "suite.toml") if d else None
@@ -866,6 +896,8 @@ def _exit_now(code: int) -> None:
 
 
 def main(argv=None) -> int:
+    if (sys.argv[1:] if argv is None else list(argv))[:1] == ["games"]:
+        return _games_command(argv)
     args = _parser().parse_args(argv)
     from cfrjax.memory import MemoryPlanError
     from cfrjax.multihost import PeerLostError
@@ -874,9 +906,6 @@ def main(argv=None) -> int:
     try:
         if args.command == "show":
             _show(args)
-            return 0
-        if args.command == "games":
-            _games(args)
             return 0
         if args.command == "datagen":
             return _datagen(args)
@@ -912,9 +941,7 @@ def main(argv=None) -> int:
         print(f"cfrjax: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     except (SpecError, ValueError, OSError, ImportError, MemoryPlanError) as e:
-        msg = " ".join(str(e).split()) or type(e).__name__
-        print(f"cfrjax: error: {msg}", file=sys.stderr)
-        return 2
+        return _error(e)
     if args.json:
         print(json.dumps(result))
     else:
@@ -933,6 +960,26 @@ def main(argv=None) -> int:
             if path:
                 print(f"  {what}: {path}")
     return 0
+
+
+def _games_command(argv) -> int:
+    """`cfrjax games`, parsed and run without the other commands' imports (their option
+    choices import JAX): the listing takes a fraction of a second."""
+    p = _Parser(prog="cfrjax")
+    _games_parser(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(argv)
+    try:
+        _games(args)
+    except (ValueError, OSError) as e:
+        return _error(e)
+    return 0
+
+
+def _error(e: Exception) -> int:
+    """The one-line error of `e` on stderr; the exit code 2."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    print(f"cfrjax: error: {msg}", file=sys.stderr)
+    return 2
 
 
 def _report_batch(args, r: dict) -> int:

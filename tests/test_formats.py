@@ -10,6 +10,8 @@ on spots of millions of information sets.
   here, no waiting).
 * `cfrjax show SPOT NODE --checkpoint / --policy` reads the solve's recorded
   exploitability and runs no solve or evaluation.
+* `cfrjax games` imports neither JAX nor OpenSpiel and builds nothing; the shipped specs'
+  sizes it prints equal the built games'.
 
 Small: a river spot of the shipped betting (every live combo, six hands per range) under
 a random policy, Kuhn for the tabular form and the cadence.
@@ -203,3 +205,34 @@ def test_cli_show_reads_a_saved_solution_without_solving(river, tmp_path, monkey
     assert cli.main(["show", path, "k", "--checkpoint", ckpt]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith(f"  solution: checkpoint {ckpt} (dcfr alternating, iteration 4); {expl} ("), out[1]
+
+
+# ----------------------------------------------------------------------------------------
+# cfrjax games
+
+
+def test_games_imports_no_solver_and_builds_nothing():
+    """`cfrjax games` in a fresh process: JAX, OpenSpiel and the game builders are never
+    imported, and every shipped spec is listed with its sizes."""
+    code = ("import sys\nfrom cfrjax import cli\nrc = cli.main(['games'])\n"
+            "print('imported:', sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'pyspiel') "
+            "or m.startswith(('cfrjax.games', 'cfrjax.load', 'cfrjax.public'))))\nsys.exit(rc)")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[-1] == "imported: []", lines[-1]
+    rows = {line.split()[0]: line.split() for line in lines[1:-2]}
+    for name in cfrjax.specs.shipped_specs():
+        assert rows[name][2] == "public" and rows[name][3] != "-" and rows[name][4] != "-", rows[name]
+
+
+@pytest.mark.parametrize("name", [n for n in cfrjax.specs.shipped_specs() if "flop" not in n] + [
+    pytest.param("hunl_flop_full", marks=pytest.mark.slow)])
+def test_shipped_spec_sizes_are_the_built_games(name):
+    """`SPEC_SIZES` holds every shipped spec as it is now (an edited spec's digest is not
+    there) with the sizes of the game `cfrjax solve` builds from it."""
+    path = cfrjax.specs.spec_path(name)
+    game = build_public(load_poker_config(path))
+    built = (game.num_nodes, game.num_infosets * game.num_hands)
+    assert cli.SPEC_SIZES.get(cli._spec_digest(path)) == built, \
+        f'update cli.SPEC_SIZES: "{cli._spec_digest(path)}": {built},  # {name}'

@@ -54,6 +54,7 @@ import numpy as np
 
 from cfrjax import xla_options
 from cfrjax.atomic import atomic_write
+from cfrjax.columns import CSV_FIELDS
 from cfrjax.policy import average_policy
 from cfrjax.public import passes as public_passes
 from cfrjax.public import terminals
@@ -63,8 +64,6 @@ from cfrjax.state import SolverState
 __all__ = ["CSV_FIELDS", "NodeReport", "decision_node", "load_report", "node_report"]
 
 FORMAT = "cfrjax.node_report/1"
-#: The per-hand columns of `NodeReport.save_csv`, before one column per action.
-CSV_FIELDS = ("hand", "weight0", "weight1", "combos0", "combos1", "ev0", "ev1", "equity0", "equity1")
 _ARRAYS = ("weight", "combos", "ev", "equity", "strategy")
 
 
