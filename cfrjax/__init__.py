@@ -5,8 +5,8 @@ A game is compiled once into a *form* (`cfrjax.forms`): the tabular form (any ga
 hands). Everything below works on either.
 
 The names below are imported on first use (`__getattr__`), not by `import cfrjax`:
-importing JAX and the solver takes about a second, which commands that need neither
-(`cfrjax games`, `cfrjax --help`) do not pay. The first attribute read imports them all.
+importing JAX and the solver takes about a second, which a command that needs neither
+(`cfrjax games`) does not pay. The first attribute read imports them all.
 """
 
 # Imported together on the first attribute read (`__getattr__`): `import cfrjax` alone
@@ -62,28 +62,31 @@ __all__ = [
 
 
 
+
 _imported = False
 
 
 def __getattr__(name: str):
-    """A submodule (`from cfrjax import cli`) alone; any other name: the API (`_API`),
-    imported whole on the first such read."""
+    """The first read of a name not yet here imports the API (`_API`) whole, as `import
+    cfrjax` used to; then the name, or the submodule of that name."""
     global _imported
     import builtins   # `compile` here is the submodule cfrjax.compile once imported
     import importlib
     import importlib.util
 
-    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f"{__name__}.{name}")
-    if not _imported and not name.startswith("__"):
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not _imported:
         _imported = True   # a module of the API reading `cfrjax.X` while it loads finds it missing, as before
         try:
             builtins.exec(builtins.compile(_API, __file__, "exec"), globals())
         except BaseException:
             _imported = False
             raise
-        if name in globals():
-            return globals()[name]
+    if name in globals():
+        return globals()[name]
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

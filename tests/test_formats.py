@@ -164,6 +164,12 @@ def test_checkpoint_cadence_is_time_based_by_default(tmp_path):
     assert [r[1] for r in _saves(tmp_path, 1000, checkpoint_every=20)] == [False, True, False, True, True]
     with pytest.raises(ValueError, match="checkpoint_min_interval_s must be"):
         _saves(tmp_path, 1, checkpoint_min_interval_s=-1)
+    # between writes `save()` (the command line's, at SIGTERM) writes the state where it stands
+    kuhn = cfrjax.load_game("kuhn_poker")
+    run = cfrjax.solve_chunks(kuhn, cfrjax.init(kuhn), 50, eval_every=10, checkpoint=tmp_path / "s.ckpt")
+    assert not next(iter(run)).saved
+    run.save()
+    assert cfrjax.checkpoint_info(tmp_path / "s.ckpt")["iteration"] == 10
 
 
 def test_cli_checkpoint_cadence(river, tmp_path, monkeypatch):
@@ -214,7 +220,7 @@ def test_cli_show_reads_a_saved_solution_without_solving(river, tmp_path, monkey
 def test_games_imports_no_solver_and_builds_nothing():
     """`cfrjax games` in a fresh process: JAX, OpenSpiel and the game builders are never
     imported, and every shipped spec is listed with its sizes."""
-    code = ("import sys\nfrom cfrjax import cli\nrc = cli.main(['games'])\n"
+    code = ("import sys\nimport cfrjax.cli as cli\nrc = cli.main(['games'])\n"
             "print('imported:', sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'pyspiel') "
             "or m.startswith(('cfrjax.games', 'cfrjax.load', 'cfrjax.public'))))\nsys.exit(rc)")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
