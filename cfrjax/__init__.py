@@ -63,12 +63,23 @@ __all__ = [
 
 
 
+
 _imported = False
+
+
+def _importing() -> bool:
+    """Whether a cfrjax module's code is running its import now (its `from cfrjax import
+    submodule` must get the submodule alone: the API would import that module again)."""
+    import sys
+
+    return any(getattr(getattr(m, "__spec__", None), "_initializing", False)
+               for n, m in list(sys.modules.items()) if n.startswith("cfrjax."))
 
 
 def __getattr__(name: str):
     """The first read of a name not yet here imports the API (`_API`) whole, as `import
-    cfrjax` used to; then the name, or the submodule of that name."""
+    cfrjax` used to (outside the import of a cfrjax module); then the name, or the
+    submodule of that name."""
     global _imported
     import builtins   # `compile` here is the submodule cfrjax.compile once imported
     import importlib
@@ -76,7 +87,7 @@ def __getattr__(name: str):
 
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if not _imported:
+    if not _imported and not _importing():
         _imported = True   # a module of the API reading `cfrjax.X` while it loads finds it missing, as before
         try:
             builtins.exec(builtins.compile(_API, __file__, "exec"), globals())
