@@ -4,7 +4,7 @@
                       [--averaging uniform|linear] [--dtype float32|float64]
                       [--eval-every K] [--chance folded|explicit] [--json]
                       [--checkpoint PATH [--checkpoint-every K]] [--warm-start PATH]
-                      [--save-policy PATH.json|PATH.npz] [--plot PATH.png] [--save-game PATH.npz]
+                      [--save-policy PATH[.npz|.json]] [--plot PATH.png] [--save-game PATH.npz]
     cfrjax solve-batch GAME --batch N --out DIR [--iterations N] [--seed S] [--chunk K]
                       [--coordinator HOST:PORT --num-processes N --process-id I]
                                    a batch of random subgames, one shard file per process
@@ -54,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    from cfrjax.public.report import CSV_FIELDS
+    from cfrjax.columns import CSV_FIELDS
 
     p = _Parser(prog="cfrjax", description="Solve two-player zero-sum games with CFR in JAX.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -70,14 +70,17 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--checkpoint", default=None, metavar="PATH",
                    help="resume from PATH if it exists (same game and options), save the state there")
     s.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
-                   help="save the checkpoint every K iterations (default: at each evaluation) and at the end")
+                   help="save the checkpoint every K iterations and at the end (default: at an evaluation at least a "
+                        "minute after the last save, and at the end)")
     s.add_argument("--warm-start", default=None, metavar="PATH",
                    help="start from this checkpoint of a solve of the same tree (other ranges or payoffs allowed, "
                         "same --rule/--order/--averaging/--dtype) and run --iterations more; or from a policy file "
                         "(--save-policy) of the same tree alone: a new solve that starts playing it "
                         "(cfrjax.warm_start)")
     s.add_argument("--save-policy", default=None, metavar="PATH",
-                   help="write the average policy: PATH.json (keyed by information-set names) or PATH.npz")
+                   help="write the average policy: PATH.npz (compact; the default for a poker spot's public form "
+                        "when PATH has no extension) or PATH.json (keyed by information-set names; the default for "
+                        "the tabular form; refused above 50 MB)")
     s.add_argument("--plot", default=None, metavar="PATH",
                    help="write the exploitability curve (vs iterations and vs seconds) as a PNG (needs matplotlib)")
     s.add_argument("--save-game", default=None, help="also write the compiled game to this .npz path")
@@ -170,12 +173,16 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--limit", type=int, default=None,
                     help="print at most this many rows (default: all) or matching information sets (default 20)")
 
+    _games_parser(sub)
+    return p
+
+
+def _games_parser(sub) -> None:
     g = sub.add_parser("games", help="list built-in games and the game specs in a directory, with sizes")
     g.add_argument("--dir", default=None,
                    help="directory with suite.toml and .toml / .npz specs (default: ./games, else the "
                         "repository's games/)")
     g.add_argument("--sizes", action="store_true", help="also compute the sizes not known in advance (slow)")
-    return p
 
 
 def _solver_options(p) -> None:
@@ -407,8 +414,10 @@ def _solve(args) -> dict:
             raise ValueError("--checkpoint-every needs --checkpoint PATH")
         if args.checkpoint_every <= 0:
             raise ValueError(f"--checkpoint-every must be positive, got {args.checkpoint_every}")
-    if args.save_policy is not None and not args.save_policy.endswith((".json", ".npz")):
-        raise ValueError(f"--save-policy {args.save_policy!r}: the file name must end with .json or .npz")
+    if args.save_policy is not None and not args.save_policy.endswith((".json", ".npz")) and \
+            os.path.splitext(os.path.basename(args.save_policy))[1]:
+        raise ValueError(f"--save-policy {args.save_policy!r}: the file name must end with .json or .npz (or have "
+                         "no extension: .npz for a poker spot's public form, .json for the tabular form)")
     _check_plot_available(args.plot)
 
     from cfrjax.compile_cache import enable_compile_cache
@@ -417,6 +426,9 @@ def _solve(args) -> dict:
     with _Status(f"building {args.game} ..."):
         game = _load_game_quietly(args.game, args.chance, args.form)
     build_s = time.perf_counter() - t0
+    if args.save_policy:  # the form's default extension; a .json too large refused before solving
+        args.save_policy = cfrjax.strategy.policy_path(args.save_policy, game)
+        cfrjax.strategy.check_json_size(args.save_policy, game)
     if args.save_game:
         cfrjax.save_game(game, args.save_game)
     state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
@@ -670,6 +682,7 @@ def _show_node(args, solution: list) -> None:
 
     jax.config.update("jax_enable_x64", True)  # reports in float64; an application may flip it, the library never does
     import cfrjax
+    from cfrjax.compile_cache import enable_compile_cache
     from cfrjax.public.report import decision_node, node_report
 
     if len(solution) != 1:
@@ -689,6 +702,7 @@ def _show_node(args, solution: list) -> None:
                          "sets: cfrjax solve GAME --save-policy P.json, then cfrjax show P.json INFOSET)")
     code = "" if args.where == "root" else args.where
     decision_node(game, code)            # an unknown node fails before any solving
+    enable_compile_cache(args.compile_cache)  # the report's program, kept: a later show of this spot reads it back
     if args.checkpoint is not None:
         state = cfrjax.load_checkpoint(args.checkpoint, game)
         policy = cfrjax.average_policy(game, state)
@@ -699,8 +713,14 @@ def _show_node(args, solution: list) -> None:
         expl = last[-1][2] if last[-1][0] == int(state.iteration) else float(cfrjax.evaluate(game, state)[0])
     elif args.policy is not None:
         policy = cfrjax.load_policy(args.policy, game)
-        origin = f"policy {args.policy}"
-        expl = float(cfrjax.exploitability(game, policy.astype(game.weights.dtype)))
+        saved = cfrjax.strategy.policy_info(args.policy)["meta"] or {}
+        run = f" ({saved['rule']} {saved['order']}, iteration {saved['iterations']})" \
+            if {"rule", "order", "iterations"} <= set(saved) else ""
+        origin = f"policy {args.policy}{run}"
+        # the solve's own evaluation, if it recorded one (cfrjax solve --save-policy)
+        expl = saved.get("exploitability")
+        if expl is None:
+            expl = float(cfrjax.exploitability(game, policy.astype(game.weights.dtype)))
     else:
         state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
         with _Status(f"solving {args.iterations} iterations ..."):
@@ -804,6 +824,28 @@ KNOWN_SIZES = {
     "turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_cards=5,points_order=descending))": (26931, 2124),
     "battleship(board_width=2,board_height=2,ship_sizes=[1],ship_values=[1],num_shots=4)": (209941, 30162),
 }
+#: `(public nodes, decision nodes x hands)` of the shipped poker specs in the public form, by
+#: `_spec_digest` of the file: listing them takes no build (the flop's takes seconds). A spec
+#: edited since has another digest: its sizes are '-' until `--sizes` builds it
+#: (tests/test_formats.py checks this table against the builder).
+SPEC_SIZES = {
+    "c6b3b92065b70b51": (191844, 100270464),  # hunl_flop_full
+    "42da9c4649a1025c": (15, 6486),  # hunl_river
+    "6b3531a9d7045d70": (15, 6486),  # hunl_river_full
+    "0e73a31d97618e67": (15, 6486),  # hunl_river_full_rake
+    "957daef171fb6a1d": (3615, 1631088),  # hunl_turn
+    "df75c65bdc6435c6": (3615, 1631088),  # hunl_turn_full
+    "37668eb0dad3fc73": (8235, 3584784),  # hunl_turn_full_raise
+    "1730ee0da48b1a2e": (3615, 1631088),  # hunl_turn_full_rake
+}
+
+
+def _spec_digest(path: str) -> str:
+    """The first 16 hex digits of the SHA-256 of a spec file's bytes (`SPEC_SIZES`' key)."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
 
 
 def _short(path):
@@ -846,8 +888,12 @@ def _resolve_source(src, games_dir):
     return src
 
 
-def _sizes(src, compute_openspiel):
-    """`(nodes, infosets, form)` of a source in the form `cfrjax solve` compiles it to."""
+def _sizes(src, compute):
+    """`(nodes, infosets, form)` of a source in the form `cfrjax solve` compiles it to;
+    sizes `None` where they are not known in advance and `compute` is false (nothing is
+    imported or built then: no JAX, no OpenSpiel)."""
+    if src.endswith(".toml") and not compute:
+        return (*SPEC_SIZES.get(_spec_digest(src), (None, None)), "public")
     if src.endswith(".toml"):
         from cfrjax.games.poker import load_poker_config
         from cfrjax.games.poker.public import build_public
@@ -860,7 +906,7 @@ def _sizes(src, compute_openspiel):
         return meta["num_nodes"], meta["num_infosets"], "tabular"
     if src in KNOWN_SIZES:
         return (*KNOWN_SIZES[src], "tabular")
-    if compute_openspiel:
+    if compute:
         from cfrjax.games.openspiel import spec_from_openspiel
         s = spec_from_openspiel(src)
         return s.num_nodes, s.num_infosets, "tabular"
@@ -868,7 +914,7 @@ def _sizes(src, compute_openspiel):
 
 
 def _games(args) -> None:
-    from cfrjax.load import shipped_specs
+    from cfrjax.specs import shipped_specs
 
     d = _games_dir(args.dir)
     suite = os.path.join(d, "suite.toml") if d else None
@@ -915,6 +961,8 @@ def _exit_now(code: int) -> None:
 
 
 def main(argv=None) -> int:
+    if (sys.argv[1:] if argv is None else list(argv))[:1] == ["games"]:
+        return _games_command(argv)
     args = _parser().parse_args(argv)
     from cfrjax.memory import MemoryPlanError
     from cfrjax.multihost import PeerLostError
@@ -924,9 +972,6 @@ def main(argv=None) -> int:
         _check_outputs(args)
         if args.command == "show":
             _show(args)
-            return 0
-        if args.command == "games":
-            _games(args)
             return 0
         if args.command == "datagen":
             return _datagen(args)
@@ -964,9 +1009,7 @@ def main(argv=None) -> int:
     except (SpecError, ValueError, OSError, ImportError, MemoryPlanError) as e:
         if getattr(e, "plan", None) is not None and getattr(args, "memory_plan", False):
             print(e.plan.table(), file=sys.stderr)   # the refused plan, asked for by --memory-plan
-        msg = " ".join(str(e).split()) or type(e).__name__
-        print(f"cfrjax: error: {msg}", file=sys.stderr)
-        return 2
+        return _error(e)
     if args.json:
         print(json.dumps(result))
     else:
@@ -985,6 +1028,26 @@ def main(argv=None) -> int:
             if path:
                 print(f"  {what}: {path}")
     return 0
+
+
+def _games_command(argv) -> int:
+    """`cfrjax games`, parsed and run without the other commands' imports (their option
+    choices import JAX): the listing takes a fraction of a second."""
+    p = _Parser(prog="cfrjax")
+    _games_parser(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(argv)
+    try:
+        _games(args)
+    except (ValueError, OSError) as e:
+        return _error(e)
+    return 0
+
+
+def _error(e: Exception) -> int:
+    """The one-line error of `e` on stderr; the exit code 2."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    print(f"cfrjax: error: {msg}", file=sys.stderr)
+    return 2
 
 
 def _report_batch(args, r: dict) -> int:

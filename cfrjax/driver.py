@@ -66,6 +66,10 @@ EVAL_DTYPE = "float64"
 SMALL_SOLVE_UNROLL = 4
 #: Regret entries (slots x hands x batch) up to which a solve counts as small.
 SMALL_SOLVE_ENTRIES = 2 ** 17
+#: Default least seconds between two checkpoint writes of `solve_chunks` without
+#: `checkpoint_every`: a full-range turn's checkpoint is about 600 MB, too much to
+#: rewrite at every evaluation of a fast solve.
+CHECKPOINT_MIN_INTERVAL_S = 60.0
 
 
 def scan_unroll(state: SolverState) -> int:
@@ -325,9 +329,13 @@ class SolveChunks:
 
     def __init__(self, game, state: SolverState, iterations: int, *, eval_every: int | None = None,
                  checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-                 extra: dict | None = None, check_memory: bool = True):
+                 extra: dict | None = None, check_memory: bool = True,
+                 checkpoint_min_interval_s: float = CHECKPOINT_MIN_INTERVAL_S, clock=time.monotonic):
         if not isinstance(iterations, int) or iterations <= 0:
             raise ValueError(f"iterations must be a positive int, got {iterations!r}")
+        if not isinstance(checkpoint_min_interval_s, (int, float)) or not checkpoint_min_interval_s >= 0:
+            raise ValueError(f"checkpoint_min_interval_s must be a number of seconds >= 0, got "
+                             f"{checkpoint_min_interval_s!r}")
         for name, v in (("eval_every", eval_every), ("checkpoint_every", checkpoint_every)):
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise ValueError(f"{name} must be a positive int or None, got {v!r}")
@@ -337,7 +345,9 @@ class SolveChunks:
         self.checkpoint = None if checkpoint is None else os.fspath(checkpoint)
         self.extra = dict(extra or {})
         self.every = eval_every or max(1, iterations // 10)
-        self.checkpoint_every = checkpoint_every or (self.every if checkpoint is not None else None)
+        self.checkpoint_every = checkpoint_every
+        self.checkpoint_min_interval_s, self._clock = float(checkpoint_min_interval_s), clock
+        self._saved_at = None    # the clock at the last write (or at the first chunk)
         self.history: list = []
         self.solve_s = 0.0
         self.resumed_from = None
@@ -371,6 +381,19 @@ class SolveChunks:
             raise ValueError("this run has no checkpoint path")
         save_checkpoint(self.checkpoint, self.game, self.state,
                         extra=dict(self.extra, history=self.history, solve_s=self.solve_s))
+        self._saved_at = self._clock()
+
+    def _due(self, point: int, evaluated: bool) -> bool:
+        """Whether to write the checkpoint after `point`: at the end; every
+        `checkpoint_every` iterations if given; else at an evaluation at least
+        `checkpoint_min_interval_s` after the last write (or the run's first chunk)."""
+        if self.checkpoint is None:
+            return False
+        if point == self.iterations:
+            return True
+        if self.checkpoint_every is not None:
+            return point % self.checkpoint_every == 0
+        return evaluated and self._clock() - self._saved_at >= self.checkpoint_min_interval_s
 
     def evaluate(self) -> tuple[float, float]:
         """`(exploitability, value)` of the current average policy, in float64 (`evaluate`;
@@ -383,6 +406,7 @@ class SolveChunks:
 
     def __iter__(self):
         done = self.start
+        self._saved_at = self._clock() if self._saved_at is None else self._saved_at
         for point in self.points:
             t0 = time.perf_counter()
             self.state = jax.block_until_ready(solve(self.game, self.state, point - done, check_memory=False))
@@ -391,7 +415,7 @@ class SolveChunks:
             e = v = None
             if point % self.every == 0 or point == self.iterations:
                 e, v = self.evaluate()
-            saved = self.checkpoint is not None and (point % self.checkpoint_every == 0 or point == self.iterations)
+            saved = self._due(point, e is not None)
             if saved:
                 self.save()
             yield Chunk(self.state, point, self.solve_s, e, v, saved)
@@ -399,7 +423,8 @@ class SolveChunks:
 
 def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int | None = None,
                  checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-                 extra: dict | None = None, check_memory: bool = True) -> SolveChunks:
+                 extra: dict | None = None, check_memory: bool = True,
+                 checkpoint_min_interval_s: float = CHECKPOINT_MIN_INTERVAL_S, clock=time.monotonic) -> SolveChunks:
     """A solve up to `iterations` in all, run chunk by chunk: evaluated, checkpointed, resumable.
 
         run = cfrjax.solve_chunks(game, state, 10_000, eval_every=500, checkpoint="run.ckpt")
@@ -414,7 +439,14 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
         (default: 10 evaluations).
       checkpoint: a path; if the file exists the run resumes from it (same game, same
         config, else `CheckpointError`), and the state is saved there every
-        `checkpoint_every` iterations (default: at each evaluation) and at the end.
+        `checkpoint_every` iterations and at the end.
+      checkpoint_every: iterations between two writes; default: at an evaluation, when
+        `checkpoint_min_interval_s` have passed since the last write (or the start), so
+        a large spot's checkpoint (600 MB for a full-range turn) is not rewritten at
+        every evaluation of a fast solve; `run.save()` writes it any time (the command
+        line does at SIGTERM).
+      checkpoint_min_interval_s: seconds (default 60); 0 writes at every evaluation.
+      clock: the time in seconds for that interval (default `time.monotonic`).
       extra: JSON-able data stored in the checkpoint beside the history.
       check_memory: check the memory plan first (`cfrjax.memory.guard`).
 
@@ -425,4 +457,5 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
       of the same total bit for bit.
     """
     return SolveChunks(game, state, iterations, eval_every=eval_every, checkpoint=checkpoint,
-                       checkpoint_every=checkpoint_every, extra=extra, check_memory=check_memory)
+                       checkpoint_every=checkpoint_every, extra=extra, check_memory=check_memory,
+                       checkpoint_min_interval_s=checkpoint_min_interval_s, clock=clock)

@@ -16,30 +16,12 @@ from cfrjax.games.poker.subgame import build_spec, check_tabular_fits
 from cfrjax.games.poker.toml import load_poker_config
 from cfrjax.public.game import PublicGame
 from cfrjax.spec import GameSpec, SpecError
+from cfrjax.specs import shipped_specs, spec_path
 
 __all__ = ["FORMS", "load_game", "shipped_specs", "spec_path"]
 
 #: The compiled forms `load_game` can produce.
 FORMS = ("tabular", "public")
-_SPEC_DIRS = (os.path.join(os.path.dirname(os.path.abspath(__file__)), "specs"),
-              os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "games"))
-
-
-def shipped_specs() -> dict:
-    """Name -> path of every spec file shipped with cfrjax (`cfrjax/specs/` in an installed
-    package, `games/` in a source checkout): `.toml` poker subgame specs."""
-    out = {}
-    for d in _SPEC_DIRS:
-        if os.path.isdir(d):
-            for f in sorted(os.listdir(d)):
-                if f.endswith(".toml") and f != "suite.toml":
-                    out.setdefault(f[:-len(".toml")], os.path.join(d, f))
-    return out
-
-
-def spec_path(name: str) -> str | None:
-    """The path of the shipped spec called `name` (e.g. `"hunl_river"`), or `None`."""
-    return shipped_specs().get(name)
 
 
 def _check_form(form, allowed, what):

@@ -10,6 +10,11 @@ numbered information set by information set in `game.labels` order. Here it beco
     `.npz` (the slot vector plus the names). Probabilities are stored exactly (JSON
     floats round-trip float64, hence float32, exactly), so `load_policy(path, game)`
     returns the very vector that was saved and its exploitability is the same number.
+    A name without either extension gets the form's default (`policy_path`: `.npz` for
+    the public form, whose spots run to millions of information sets; `.json` for the
+    tabular form); a `.json` file estimated above `MAX_JSON_BYTES` is refused
+    (`check_json_size`: a turn spot's JSON was 1.6 GB and minutes to write, its `.npz`
+    25 MB).
 
 `load_policy` matches by information-set and action names, so a policy saved from one
 compilation of a game loads into another compilation of the same game (e.g. the other
@@ -29,9 +34,16 @@ from cfrjax.atomic import atomic_write
 from cfrjax.forms import form_name, form_of
 from cfrjax.policy import uniform_policy
 
-__all__ = ["is_policy_file", "load_policy", "policy_dict", "read_policy_file", "save_policy", "strategy_table"]
+__all__ = ["MAX_JSON_BYTES", "check_json_size", "is_policy_file", "json_size", "load_policy", "policy_dict",
+           "policy_info", "policy_path", "read_policy_file", "save_policy", "strategy_table"]
 
 FORMAT = "cfrjax.policy/1"
+#: The largest `.json` policy `save_policy` writes (bytes, as `json_size` estimates it):
+#: above it a policy is a `.npz` (the JSON of a full-range turn spot was 1.6 GB, written in
+#: minutes at 20 GB of memory, read back by `cfrjax show` in 145 s; its `.npz` 25 MB, 2 s).
+MAX_JSON_BYTES = 50 * 10 ** 6
+#: Default file extension per compiled form (`policy_path`).
+DEFAULT_EXTENSION = {"public": ".npz", "tabular": ".json"}
 
 
 def _labels(game):
@@ -119,32 +131,97 @@ def _file_entries(head: dict):
         off += len(names)
 
 
-def save_policy(path: str | os.PathLike, game, policy, *, meta: dict | None = None) -> None:
+def json_size(game) -> int:
+    """The size in bytes `save_policy` would write as `.json` for `game`, estimated from
+    the counts alone (information sets, actions, the lengths of their names; 20
+    characters per probability), without building the document: within about 20% of the
+    file (tested)."""
+    labels = _labels(game)
+    if form_name(game) == "public":
+        hand = float(np.mean([len(h) for h in labels.hand_names]))
+        sets = names = actions = 0.0
+        for i, (code, _, _, acts) in enumerate(labels.decision_nodes()):
+            live = int(np.count_nonzero(labels.live_hands(i)))
+            sets += live
+            names += live * (len(code) + hand + 4 + sum(len(str(a)) for a in acts))
+            actions += live * len(acts)
+    else:
+        sets = len(labels.infoset_keys)
+        names = sum(len(str(k)) + sum(len(str(a)) for a in acts)
+                    for k, acts in zip(labels.infoset_keys, labels.action_names))
+        actions = sum(len(acts) for acts in labels.action_names)
+    # per set: '  "KEY": {', '   "player": 0,', '   "actions": {', '   }', '  },' (50 bytes);
+    # per action: '    "NAME": PROB,' (10 bytes and the number)
+    return int(names + 50 * sets + (10 + 20) * actions)
+
+
+def policy_path(path: str | os.PathLike, game) -> str:
+    """`path` as `save_policy` writes it: unchanged when it ends with `.json` or `.npz`;
+    a name without an extension gets the form's default, `.npz` for the public form (a
+    poker spot's millions of information sets as one array) and `.json` for the tabular
+    form. Raises `ValueError` for another extension."""
+    path = os.fspath(path)
+    if path.endswith((".json", ".npz")):
+        return path
+    if os.path.splitext(os.path.basename(path))[1]:
+        raise ValueError(f"policy file {path!r}: the name must end with .json or .npz (or have no extension: "
+                         f"{DEFAULT_EXTENSION[form_name(game)]} for {game.name!r})")
+    return path + DEFAULT_EXTENSION[form_name(game)]
+
+
+def check_json_size(path: str | os.PathLike, game, max_json_bytes: int | None = None) -> None:
+    """Refuse (`ValueError`, one line naming `.npz`) a `.json` policy file of `game`
+    estimated (`json_size`) above `max_json_bytes` (default `MAX_JSON_BYTES`, 50 MB);
+    nothing for a `.npz` path. Fast: the command line calls it before solving."""
+    path = os.fspath(path)
+    limit = MAX_JSON_BYTES if max_json_bytes is None else int(max_json_bytes)
+    if not path.endswith(".json"):
+        return
+    size = json_size(game)
+    if size > limit:
+        npz = path[:-len(".json")] + ".npz"
+        raise ValueError(f"policy file {path}: {game.name!r} would take about {size / 1e6:,.0f} MB as JSON, over the "
+                         f"{limit / 1e6:g} MB limit for .json (slow to write and to read back); write it as .npz "
+                         f"instead ({npz}: the same policy, loaded by load_policy and cfrjax show)")
+
+
+def save_policy(path: str | os.PathLike, game, policy, *, meta: dict | None = None,
+                max_json_bytes: int | None = None) -> str:
     """Write `policy` to `path`: `.json` (keyed by information-set names) or `.npz`.
 
     Args:
       path: ends with `.json` or `.npz` (the compact choice for large spots: the slot
         array and the names it needs, e.g. a public-form turn's 1.6M information sets
-        as one `[S, H]` array and the node codes and hands).
+        as one `[S, H]` array and the node codes and hands), or has no extension: the
+        form's default is added (`policy_path`: `.npz` for the public form).
       game: the compiled game (any form).
       policy: slot probabilities shaped `game.slot_shape`.
       meta: optional JSON-able data stored with it (the CLI records iterations,
         exploitability, rule, ...).
+      max_json_bytes: a `.json` file estimated larger (`json_size`) is refused
+        (`check_json_size`; default `MAX_JSON_BYTES`, 50 MB).
+
+    Returns:
+      The path written.
+
+    Raises:
+      ValueError: another extension, or a `.json` file over `max_json_bytes` (the message
+        names the `.npz` to write instead).
     """
     labels = _labels(game)
     p = _as_vector(game, policy)
-    path = os.fspath(path)
+    path = policy_path(path, game)
+    check_json_size(path, game, max_json_bytes)
     head = dict(format=FORMAT, game=game.name, fingerprint=labels.fingerprint, dtype=p.dtype.name,
                 form=form_name(game), meta=meta or {})
     if path.endswith(".json"):
         doc = dict(head, infosets=policy_dict(game, p))
         atomic_write(path, lambda f: f.write(json.dumps(doc, indent=1) + "\n"), text=True)
-    elif path.endswith(".npz"):
+    else:
         head.update(_layout(game))
         atomic_write(path, lambda f: np.savez_compressed(f, meta=np.frombuffer(json.dumps(head).encode(), np.uint8),
                                                          policy=p))
-    else:
-        raise ValueError(f"policy file {path!r}: the name must end with .json or .npz")
+    return path
 
 
 def is_policy_file(path: str | os.PathLike) -> bool:
@@ -169,6 +246,26 @@ def _read_npz(path: str) -> tuple[dict, np.ndarray]:
     if head.get("format") != FORMAT:
         raise ValueError(f"format {head.get('format')!r}")
     return head, p
+
+
+def policy_info(path: str | os.PathLike) -> dict:
+    """A policy file's header without its probabilities: `{"game", "fingerprint", "dtype",
+    "form", "meta"}` (`meta` as `save_policy` got it: `cfrjax solve --save-policy` records
+    the iterations, the exploitability, the rule, ...). A `.npz` file's probabilities are
+    not read. Raises `ValueError` if it is not a policy file."""
+    path = os.fspath(path)
+    if not path.endswith(".npz"):
+        doc = read_policy_file(path)
+        return {k: v for k, v in doc.items() if k != "infosets"}
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            head = json.loads(z["meta"].tobytes().decode())
+        if head.get("format") != FORMAT:
+            raise ValueError(f"format {head.get('format')!r}")
+    except (OSError, ValueError, KeyError, EOFError) as e:
+        raise ValueError(f"{path}: not a readable cfrjax policy file ({e}; expected {FORMAT!r} .npz written by "
+                         "save_policy / cfrjax solve --save-policy)") from None
+    return {k: head.get(k) for k in ("game", "fingerprint", "dtype", "form", "meta")}
 
 
 def read_policy_file(path: str | os.PathLike) -> dict:

@@ -252,11 +252,10 @@ def test_show_prints_action_probabilities(kuhn, tmp_path, capsys):
 def test_games_lists_sizes(capsys, tmp_path, monkeypatch):
     """`cfrjax games` lists the built-in games and the specs of a directory with their
     sizes (a poker spec in the public form: its public nodes and decision nodes x hands).
-    The shipped specs are left out here: listing them builds every one of them (the flop's
-    2,352 boards take seconds), which is the same code path as the directory's spec."""
+    The shipped specs are left out here (tests/test_formats.py checks theirs)."""
     shutil.copy(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "games", "hunl_river.toml"),
                 tmp_path / "my_river.toml")
-    monkeypatch.setattr(cfrjax.load, "shipped_specs", lambda: {})
+    monkeypatch.setattr(cfrjax.specs, "shipped_specs", lambda: {})
     assert cli.main(["games", "--dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "leduc_poker" in out and "9,457" in out

@@ -44,6 +44,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import difflib
+import functools
 import json
 import os
 
@@ -51,7 +52,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax import xla_options
 from cfrjax.atomic import atomic_write
+from cfrjax.columns import CSV_FIELDS
 from cfrjax.policy import average_policy
 from cfrjax.public import passes as public_passes
 from cfrjax.public import terminals
@@ -61,8 +64,6 @@ from cfrjax.state import SolverState
 __all__ = ["CSV_FIELDS", "NodeReport", "decision_node", "load_report", "node_report"]
 
 FORMAT = "cfrjax.node_report/1"
-#: The per-hand columns of `NodeReport.save_csv`, before one column per action.
-CSV_FIELDS = ("hand", "weight0", "weight1", "combos0", "combos1", "ev0", "ev1", "equity0", "equity1")
 _ARRAYS = ("weight", "combos", "ev", "equity", "strategy")
 
 
@@ -193,14 +194,24 @@ def _chance_count(game: PublicGame) -> int:
     return game.num_boards - 4 if game.dealt else 1
 
 
-@jax.jit
+#: Compiler options of the report's program: XLA's CPU backend without its expensive
+#: optimisations. The program runs once per report, and compiling it was most of a `cfrjax
+#: show`: a turn spot (`hunl_turn`, 2-core CPU) 16.7 -> 11.3 s cold; the numbers agree to
+#: the last bit or two of float64.
+_REPORT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
+
+
+@functools.partial(xla_options.jit, options=_REPORT_OPTIONS)
 def _node_arrays(game, policy, board, node, trunk):
     """`(reach, values, mass, diff)`, each `[2, H]`, at one public node (trunk node `node`
     where `trunk`, else forest node `node` of board `board`; all three traced, so one
     executable serves every node of a game): the reach and counterfactual values of
     `node_values`, the opponent's compatible reach mass `m_p(h)`, and the showdown wins
     minus losses `Wk - St` against the opponent's reach, on the node's board, or summed
-    over every board below a trunk node."""
+    over every board below a trunk node. Compiled once per game shape (seconds on a CPU:
+    the whole tree's passes) and kept with the solver's programs where the compilation
+    cache is on (`cfrjax.compile_cache`: `cfrjax show` turns it on), so a later report of
+    the same spot, at any node, reads it back."""
     out = public_passes.node_values(game, policy)
     reach, values = out["forest_reach"][board, node], out["forest_values"][board, node]
     if out["trunk_reach"].shape[0]:    # a turn spot: the trunk's node where asked
@@ -254,7 +265,7 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     board, n = _public_node(game, i)
     chance = 1.0 if board is None else 1.0 / _chance_count(game)
     reach, values, mass, diff = (np.asarray(x, np.float64) for x in _node_arrays(
-        game, policy, 0 if board is None else board, n, board is None))
+        game, policy, np.int32(0 if board is None else board), np.int32(n), np.bool_(board is None)))
     if board is None and game.dealt:   # the mean over the 44 river cards live for each pair of hands
         diff = diff / _chance_count(game)
     norm = float(game.norm)
