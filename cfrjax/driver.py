@@ -57,6 +57,53 @@ jax.tree_util.register_dataclass(Trace, data_fields=["iteration", "exploitabilit
 EVAL_DTYPE = "float64"
 
 
+#: The automatic evaluation schedule of a target-driven solve (`target_evaluations`):
+#: iterations run in chunks of `TARGET_EVAL_EVERY` (one executable), evaluated after the
+#: first chunk and then each time the iterations done have grown by `TARGET_EVAL_GROWTH`.
+#: An evaluation (both best responses, in float64) costs about 7-12 iterations on a CPU
+#: (Leduc 1.4 ms against 0.22 ms an iteration, the river spot 3.5 against 0.28): every ten
+#: iterations it would double a solve's work; on this schedule a run of N iterations
+#: evaluates about `log(N / 10) / log(1.25)` times and passes its target by at most a
+#: quarter of its iterations (plus a chunk).
+TARGET_EVAL_EVERY = 10
+TARGET_EVAL_GROWTH = 1.25
+
+
+def target_reached(exploitability, target):
+    """The stop rule of every target-driven solve (`solve`, `solve_chunks`, `cfrjax solve
+    --target`, `solve-batch --target`): an evaluation at or below the target. Works on
+    floats and arrays (a batch's `[B]` exploitabilities against a target)."""
+    return exploitability <= target
+
+
+def target_evaluations(total: int, eval_every: int | None = None) -> list[int]:
+    """The iteration counts in `(0, total]` after which a target-driven solve evaluates:
+    every `eval_every` iterations when given, else `TARGET_EVAL_EVERY` times 1, 2, 3, 4,
+    5, 7, 9, 12, 15, 19, ... (each `ceil(1.25 n)`, at least `n + 1`); and `total`, the cap.
+    Its chunks are `eval_every` (or `TARGET_EVAL_EVERY`) iterations long, the last one
+    up to `total` excepted."""
+    if eval_every is not None:
+        points = list(range(eval_every, total, eval_every))
+    else:
+        points, n = [], 1
+        while n * TARGET_EVAL_EVERY < total:
+            points.append(n * TARGET_EVAL_EVERY)
+            n = max(n + 1, math.ceil(n * TARGET_EVAL_GROWTH))
+    return points + [total]
+
+
+def _target(target) -> float:
+    """`target` as a float: a number >= 0 (0 is never reached: the solve runs to its cap;
+    `inf` stops at the first evaluation), else `ValueError` naming it."""
+    try:
+        t = float(target)
+    except (TypeError, ValueError):
+        raise ValueError(f"target_exploitability must be a number >= 0, got {target!r}") from None
+    if not t >= 0:
+        raise ValueError(f"target_exploitability must be a number >= 0, got {target!r}")
+    return t
+
+
 #: `lax.scan` unroll factor of a small solve off the CPU (`scan_unroll`): a small game's
 #: iteration is a few dozen short kernels, and the loop's own per-trip work counts. H200,
 #: jax 0.11.2, CFR+ simultaneous, with the double-buffered loop of `cfrjax.xla_options`
@@ -186,13 +233,16 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
     Two modes:
       * fixed: `solve(game, state, iterations[, eval_every=K])` runs exactly `iterations`
         in one executable (evaluations inside it).
-      * target-driven: `solve(game, state, eval_every=K, target_exploitability=eps,
-        max_iterations=N)` runs chunks of K scanned iterations, evaluating the average
-        policy after each, and stops at the first checkpoint whose exploitability is
-        below `eps` (or after `N // K` chunks, i.e. `N` rounded down to a multiple of K,
-        at least one chunk). The chunk and the evaluation are two executables, compiled
-        side by side (`cfrjax.xla_options.compile_concurrently`), and the host reads each
-        checkpoint's exploitability before it runs the next chunk.
+      * target-driven: `solve(game, state, target_exploitability=eps, max_iterations=N[,
+        eval_every=K])` runs chunks of K scanned iterations, evaluating the average
+        policy after each and after the `N`-th iteration (the cap; a last, shorter chunk
+        when K does not divide N); without K, chunks of `TARGET_EVAL_EVERY` evaluated on
+        the schedule of `target_evaluations`. It stops at the first evaluation at or below `eps` (`target_reached`), else at the
+        cap. The chunk and the evaluation are two executables, compiled side by side
+        (`cfrjax.xla_options.compile_concurrently`; the last chunk, when shorter, only if
+        it runs), and the host reads each evaluation before it runs the next chunk. The
+        same rule as `solve_chunks(target=...)` and `cfrjax solve --target` (which count
+        iterations from 0, this from `state`'s).
 
     Args:
       game: the compiled game (any form, `cfrjax.forms`).
@@ -200,10 +250,12 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
       iterations: number of iterations (a Python int; one executable per value); `None`
         in target-driven mode.
       eval_every: if given, also evaluate the average policy's exploitability and value
-        every `eval_every` iterations (and after the last one), inside the executable.
-      target_exploitability: stop threshold (target-driven mode; needs `eval_every` and
-        `max_iterations`).
-      max_iterations: iteration cap of the target-driven mode.
+        every `eval_every` iterations (and after the last one), inside the executable;
+        target-driven: the evaluation cadence (default: `target_evaluations`' schedule).
+      target_exploitability: stop threshold in the game's unit (chips for poker: x% of
+        the pot is `x / 100 * cfrjax.forms.starting_pot(game)`), a number >= 0
+        (target-driven mode; needs `max_iterations`).
+      max_iterations: iteration cap of the target-driven mode (a positive int).
       check_memory: first check the memory plan against the device's free memory
         (`cfrjax.memory.guard`; raises `cfrjax.memory.MemoryPlanError` stating both).
 
@@ -220,21 +272,25 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
     if target_exploitability is not None or max_iterations is not None:
         if iterations is not None:
             raise ValueError("give either iterations or target_exploitability/max_iterations, not both")
-        if target_exploitability is None or max_iterations is None or eval_every is None:
-            raise ValueError("target-driven solving needs eval_every, target_exploitability and max_iterations")
-        if not isinstance(eval_every, int) or eval_every <= 0:
+        if target_exploitability is None or max_iterations is None:
+            raise ValueError("target-driven solving needs target_exploitability and max_iterations")
+        if not isinstance(max_iterations, int) or max_iterations <= 0:
+            raise ValueError(f"max_iterations must be a positive int, got {max_iterations!r}")
+        if eval_every is not None and (not isinstance(eval_every, int) or eval_every <= 0):
             raise ValueError(f"eval_every must be a positive int, got {eval_every!r}")
-        if not isinstance(max_iterations, int) or max_iterations < eval_every:
-            raise ValueError(f"max_iterations must be an int >= eval_every ({eval_every}), got {max_iterations!r}")
-        target = float(target_exploitability)
+        target = _target(target_exploitability)
+        every = min(eval_every or TARGET_EVAL_EVERY, max_iterations)
         with jax.enable_x64(True):  # the evaluation (only) runs in float64
             evaluate_, chunk = xla_options.compile_concurrently(
-                [(_evaluate_jit, (game, state)), (_chunk, (game, state, eval_every))])
-            rows = []
-            for _ in range(max_iterations // eval_every):
-                state = chunk(game, state, eval_every)
+                [(_evaluate_jit, (game, state)), (_chunk, (game, state, every))])
+            rows, done = [], 0
+            for point in target_evaluations(max_iterations, eval_every):
+                while done < point:
+                    size = min(every, point - done)
+                    state = chunk(game, state, every) if size == every else _chunk(game, state, size)
+                    done += size
                 rows.append(jax.device_get((state.iteration, *evaluate_(game, state))))
-                if rows[-1][1] < target:
+                if target_reached(rows[-1][1], target):
                     break
         its, es, vs = (np.asarray(c) for c in zip(*rows))
         return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs), None,
@@ -306,12 +362,14 @@ class SolveChunks:
     `history` (`[iteration, solve seconds, exploitability, value]` per evaluation, the
     resumed checkpoint's included), `resumed_from` (the checkpoint's iteration, or
     `None`), `start`, `points` (the iteration counts it stops at), `memory` (the memory
-    guard's answer: plan and free bytes).
+    guard's answer: plan and free bytes), `target` (or `None`), `reached` (the iteration
+    whose evaluation met the target, or `None`), `eval_s` (this process's evaluation
+    seconds), `trace_s` and `compile_s` (of `compile`).
     """
 
     def __init__(self, game, state: SolverState, iterations: int, *, eval_every: int | None = None,
                  checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-                 extra: dict | None = None, check_memory: bool = True):
+                 extra: dict | None = None, check_memory: bool = True, target: float | None = None):
         if not isinstance(iterations, int) or iterations <= 0:
             raise ValueError(f"iterations must be a positive int, got {iterations!r}")
         for name, v in (("eval_every", eval_every), ("checkpoint_every", checkpoint_every)):
@@ -322,14 +380,24 @@ class SolveChunks:
         self.game, self.iterations = game, iterations
         self.checkpoint = None if checkpoint is None else os.fspath(checkpoint)
         self.extra = dict(extra or {})
-        self.every = eval_every or max(1, iterations // 10)
-        self.checkpoint_every = checkpoint_every or (self.every if checkpoint is not None else None)
+        self.target = None if target is None else _target(target)
+        if self.target is not None:
+            self.extra["target"] = self.target
+        self.every = eval_every or (TARGET_EVAL_EVERY if self.target is not None else max(1, iterations // 10))
+        # the iterations it evaluates at (`None`: multiples of `every`, and the last)
+        self.evaluations = None if self.target is None else set(target_evaluations(iterations, eval_every))
+        self.checkpoint_every = checkpoint_every or (self.every if checkpoint is not None and self.evaluations is None
+                                                     else None)
         self.history: list = []
-        self.solve_s = 0.0
-        self.resumed_from = None
+        self.solve_s = self.eval_s = self.trace_s = self.compile_s = 0.0
+        self.resumed_from = self.reached = None
         if self.checkpoint is not None and os.path.exists(self.checkpoint):
-            state = load_checkpoint(self.checkpoint, game, config=state.config)
             saved = checkpoint_info(self.checkpoint).get("extra") or {}
+            if saved.get("target") is not None and self.target is None:
+                raise ValueError(f"checkpoint {self.checkpoint} is of a solve to the target exploitability "
+                                 f"{saved['target']:.6g}; give a target again to resume it (the same to continue "
+                                 "that run)")
+            state = load_checkpoint(self.checkpoint, game, config=state.config)
             self.history = [list(r) for r in saved.get("history", [])]
             self.solve_s = float(saved.get("solve_s", 0.0))
             self.resumed_from = int(state.iteration)
@@ -337,19 +405,28 @@ class SolveChunks:
         self.memory = guard(game, state) if check_memory else None
         self.start = int(state.iteration)
         self.points = stop_points(self.start, iterations, self.every, self.checkpoint_every)
+        last = self.history[-1] if self.history else None
+        if self.target is not None and last and last[0] == self.start and target_reached(last[2], self.target):
+            self.reached, self.points = self.start, []   # resumed at its target: nothing to run
 
     def compile(self) -> float:
         """Compile every executable the run needs (one per chunk size, and the evaluation)
-        ahead of time (`cfrjax.xla_options.jit`'s `compile`: kept programs, or JAX's
-        persistent cache, serve the run); returns the seconds it took."""
+        ahead of time (`cfrjax.xla_options.jit`'s `prepare`: kept programs, or JAX's
+        persistent cache, serve the run); returns the seconds it took, and keeps them
+        apart: `trace_s` (tracing and lowering, or finding a kept program), `compile_s`
+        (XLA's compile, or reading its persistent cache)."""
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
         state = drop_idle_locks(self.state)[0]   # as `solve` calls it
-        for size in sizes:
-            _solve.compile(self.game, state, size, None)
+        gets = [_solve.prepare(self.game, state, size, None) for size in sizes]
         with jax.enable_x64(True):
-            _evaluate_jit.compile(self.game, self.state)
-        return time.perf_counter() - t0
+            get_evaluate = _evaluate_jit.prepare(self.game, self.state)
+            t1 = time.perf_counter()
+            for get in gets + [get_evaluate]:
+                get()
+        t2 = time.perf_counter()
+        self.trace_s, self.compile_s = t1 - t0, t2 - t1
+        return t2 - t0
 
     def save(self) -> None:
         """Write the checkpoint (state, history, solve seconds, `extra`) now."""
@@ -361,8 +438,10 @@ class SolveChunks:
     def evaluate(self) -> tuple[float, float]:
         """`(exploitability, value)` of the current average policy, in float64 (`evaluate`;
         recorded in `history`)."""
+        t0 = time.perf_counter()
         e, v = evaluate(self.game, self.state)
         e, v = float(e), float(v)
+        self.eval_s += time.perf_counter() - t0
         if not self.history or self.history[-1][0] != int(self.state.iteration):
             self.history.append([int(self.state.iteration), self.solve_s, e, v])
         return e, v
@@ -375,17 +454,24 @@ class SolveChunks:
             self.solve_s += time.perf_counter() - t0
             done = point
             e = v = None
-            if point % self.every == 0 or point == self.iterations:
+            evaluated = point in self.evaluations if self.evaluations is not None else (
+                point % self.every == 0 or point == self.iterations)
+            if evaluated:
                 e, v = self.evaluate()
-            saved = self.checkpoint is not None and (point % self.checkpoint_every == 0 or point == self.iterations)
+                if self.target is not None and target_reached(e, self.target):
+                    self.reached = point
+            saved = self.checkpoint is not None and (point == self.iterations or self.reached is not None or (
+                point % self.checkpoint_every == 0 if self.checkpoint_every else evaluated))
             if saved:
                 self.save()
             yield Chunk(self.state, point, self.solve_s, e, v, saved)
+            if self.reached is not None:
+                return
 
 
 def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int | None = None,
                  checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-                 extra: dict | None = None, check_memory: bool = True) -> SolveChunks:
+                 extra: dict | None = None, check_memory: bool = True, target: float | None = None) -> SolveChunks:
     """A solve up to `iterations` in all, run chunk by chunk: evaluated, checkpointed, resumable.
 
         run = cfrjax.solve_chunks(game, state, 10_000, eval_every=500, checkpoint="run.ckpt")
@@ -403,6 +489,13 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
         `checkpoint_every` iterations (default: at each evaluation) and at the end.
       extra: JSON-able data stored in the checkpoint beside the history.
       check_memory: check the memory plan first (`cfrjax.memory.guard`).
+      target: stop at the first evaluation at or below this exploitability (the game's
+        unit, a number >= 0; `target_reached`, the rule of `solve`'s target mode), with
+        `iterations` the cap; evaluations every `eval_every`, else on
+        `target_evaluations`' schedule (chunks of `TARGET_EVAL_EVERY`), the checkpoint
+        saved at each by default. The checkpoint keeps the target: resuming one written with a
+        target needs a target again, and a run resumed at an evaluation that meets it
+        runs nothing (`reached` is its iteration, `points` empty).
 
     Returns:
       A `SolveChunks`: iterate it to run; each step yields a `Chunk`. Between chunks
@@ -411,4 +504,4 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
       of the same total bit for bit.
     """
     return SolveChunks(game, state, iterations, eval_every=eval_every, checkpoint=checkpoint,
-                       checkpoint_every=checkpoint_every, extra=extra, check_memory=check_memory)
+                       checkpoint_every=checkpoint_every, extra=extra, check_memory=check_memory, target=target)
