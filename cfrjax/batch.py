@@ -29,14 +29,14 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from cfrjax.driver import run_steps
+from cfrjax.driver import _evaluate, run_steps
 from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
 from cfrjax.state import SolverState, init
 from cfrjax import xla_options
 
-__all__ = ["batch_axes", "batch_specs", "batched_fields_of", "check_batch", "init_batch", "retargetable",
-           "solve_batch"]
+__all__ = ["batch_axes", "batch_specs", "batched_fields_of", "check_batch", "evaluate_batch", "init_batch",
+           "keep_stopped", "retargetable", "solve_batch"]
 
 
 def retargetable(game) -> dict:
@@ -182,3 +182,25 @@ def solve_batch(games, states: SolverState, iterations: int, batched_fields=None
         guard(games, states)
     states, locks = drop_idle_locks(states)
     return restore_locks(_solve_batch(games, states, iterations, fields), locks)
+
+
+@functools.partial(xla_options.jit, static_argnames=("batched_fields",))
+def _evaluate_batch(games, states, batched_fields):
+    axes = batch_specs(games, 0, None, batched_fields)
+    return jax.vmap(_evaluate, (axes, 0))(games, states)
+
+
+def evaluate_batch(games, states: SolverState, batched_fields=None):
+    """`(exploitability, value)`, each `[B]` float64: `cfrjax.evaluate` of every subgame
+    of a batch (`vmap`, one executable; sharded inputs are evaluated where they lie)."""
+    fields = fields_or_inferred(batched_fields, games)
+    with jax.enable_x64(True):  # the evaluation (only) runs in float64, as `cfrjax.evaluate`
+        return _evaluate_batch(games, states, fields)
+
+
+@jax.jit
+def keep_stopped(stopped, old: SolverState, new: SolverState) -> SolverState:
+    """`new` with the rows where `stopped` (`[B]` bool) is set replaced by `old`'s, bit for
+    bit: a batch whose subgames stopped (met their target) keeps their states while the
+    others run on."""
+    return jax.tree.map(lambda o, n: jnp.where(stopped.reshape(stopped.shape + (1,) * (n.ndim - 1)), o, n), old, new)

@@ -49,32 +49,6 @@ _CHUNK_DELAY_ENV = "CFRJAX_TEST_CHUNK_DELAY_S"
 TARGET_MAX_ITERATIONS = 10_000
 
 
-def parse_target(text: str) -> tuple[float, bool]:
-    """`--target`'s value: `(x, True)` for `"x%"` (a percentage of the starting pot),
-    `(x, False)` for a plain number (an exploitability in the game's unit); x finite and
-    > 0, else `ValueError` naming the value."""
-    pct = text.strip().endswith("%")
-    try:
-        x = float(text.strip()[:-1] if pct else text)
-    except ValueError:
-        x = math.nan
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"--target {text!r}: expected an exploitability > 0, a number in the game's unit (e.g. "
-                         "0.001) or a percentage of a poker spot's starting pot (e.g. 0.5%)")
-    return x, pct
-
-
-def target_chips(text: str, pot: float | None, game: str) -> float:
-    """`--target`'s value as an exploitability in the game's unit: x% of `pot`, or x."""
-    x, pct = parse_target(text)
-    if not pct:
-        return x
-    if pot is None:
-        raise ValueError(f"--target {text}: {game} has no pot (not a poker spot), so a percentage of the pot has "
-                         "no meaning; give an absolute exploitability, e.g. --target 0.001")
-    return x / 100 * pot
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse with the project's one-line errors (`cfrjax: error: ...`, exit code 2)."""
 
@@ -133,7 +107,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True, metavar="DIR",
                    help="output directory: each process writes DIR/shard-<process>-of-<count>.npz (rewritten "
                         "after every chunk; the same command resumes from it)")
-    b.add_argument("--iterations", type=int, default=1000, help="iterations per subgame")
+    b.add_argument("--iterations", type=int, default=1000, help="iterations per subgame (with --target: the cap)")
+    b.add_argument("--target", default=None, metavar="X|X%",
+                   help="stop each subgame at its first evaluation at or below X (the game's unit) or X%% of the "
+                        "pot, as `solve --target`; a stopped subgame's state is kept as it was (its state.iteration "
+                        "says where); evaluated and written as `solve --target` evaluates, or every --chunk")
     b.add_argument("--seed", type=int, default=0, help="seed of the random ranges / root-chance probabilities")
     b.add_argument("--chunk", type=int, default=None, metavar="K",
                    help="iterations between two writes of the shard (default: a tenth of --iterations)")
@@ -380,6 +358,8 @@ def _solve(args) -> dict:
     import cfrjax
     from tqdm import tqdm
 
+    from cfrjax.driver import parse_target
+
     if args.target is None:
         if args.max_iterations is not None:
             raise ValueError("--max-iterations is the cap of a solve to a --target; without one, use --iterations N")
@@ -405,6 +385,7 @@ def _solve(args) -> dict:
     _check_plot_available(args.plot)
 
     from cfrjax.compile_cache import compile_count, enable_compile_cache
+    from cfrjax.driver import target_chips
     from cfrjax.games.poker import starting_pot
 
     cache = enable_compile_cache(args.compile_cache)
@@ -538,6 +519,9 @@ def _solve_batch(args) -> dict:
         v = getattr(args, name)
         if v is not None and v <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {v}")
+    if args.target is not None:
+        from cfrjax.driver import parse_target
+        parse_target(args.target)  # a bad value fails before the build
     cluster = multihost.cluster_config(args.coordinator, args.num_processes, args.process_id)
     from cfrjax.compile_cache import enable_compile_cache
     enable_compile_cache(args.compile_cache)
@@ -555,7 +539,7 @@ def _solve_batch(args) -> dict:
     return multihost.solve_batch_to_dir(
         args.game, args.out, batch=args.batch, iterations=args.iterations, seed=args.seed, form=args.form,
         rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype, chunk=args.chunk,
-        cluster=cluster, resume=not args.restart, on_ready=ready,
+        cluster=cluster, resume=not args.restart, on_ready=ready, target=args.target,
         on_chunk=(lambda _: time.sleep(delay)) if delay else None, **timeouts)
 
 
@@ -997,4 +981,7 @@ def _report_batch(args, r: dict) -> int:
           f"device(s) -> {r['path']}")
     print(f"  build {r['build_s']:.2f} s, first chunk (with compiling) {r['first_chunk_s'] or 0:.2f} s, "
           f"then {ms} for the {r['batch'] // r['num_processes']}-subgame share")
+    if r.get("target") is not None:
+        print(f"  target {r['target']:.6g}: {r['stopped']} of {r['rows'][1] - r['rows'][0]} subgames stopped at it, "
+              f"largest exploitability {r['exploitability_max']:.6g}; evaluation {r['eval_s']:.2f} s")
     return 0

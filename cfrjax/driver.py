@@ -104,6 +104,34 @@ def _target(target) -> float:
     return t
 
 
+def parse_target(text: str) -> tuple[float, bool]:
+    """A target as a user writes it (`cfrjax solve --target`): `(x, True)` for `"x%"` (a
+    percentage of the starting pot), `(x, False)` for a plain number (an exploitability in
+    the game's unit); x finite and > 0, else `ValueError` naming the text."""
+    pct = text.strip().endswith("%")
+    try:
+        x = float(text.strip()[:-1] if pct else text)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError(f"target {text!r}: expected an exploitability > 0, a number in the game's unit (e.g. "
+                         "0.001) or a percentage of a poker spot's starting pot (e.g. 0.5%)")
+    return x, pct
+
+
+def target_chips(text: str, pot: float | None, game: str) -> float:
+    """A target as a user writes it (`parse_target`) as an exploitability in the game's
+    unit: x% of `pot` (`cfrjax.forms.starting_pot`; `ValueError` for a game without one),
+    or x."""
+    x, pct = parse_target(text)
+    if not pct:
+        return x
+    if pot is None:
+        raise ValueError(f"target {text}: {game} has no pot (not a poker spot), so a percentage of the pot has no "
+                         "meaning; give an absolute exploitability, e.g. 0.001")
+    return x / 100 * pot
+
+
 #: `lax.scan` unroll factor of a small solve off the CPU (`scan_unroll`): a small game's
 #: iteration is a few dozen short kernels, and the loop's own per-trip work counts. H200,
 #: jax 0.11.2, CFR+ simultaneous, with the double-buffered loop of `cfrjax.xla_options`
@@ -418,7 +446,8 @@ class SolveChunks:
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
         state = drop_idle_locks(self.state)[0]   # as `solve` calls it
-        gets = [_solve.prepare(self.game, state, size, None) for size in sizes]
+        gets = [_chunk.prepare(self.game, state, size) if self.target is not None else
+                _solve.prepare(self.game, state, size, None) for size in sizes]
         with jax.enable_x64(True):
             get_evaluate = _evaluate_jit.prepare(self.game, self.state)
             t1 = time.perf_counter()
@@ -446,11 +475,19 @@ class SolveChunks:
             self.history.append([int(self.state.iteration), self.solve_s, e, v])
         return e, v
 
+    def _run(self, iterations: int) -> SolverState:
+        """`iterations` more from `state`: `solve`'s executable, or with a target the
+        chunk executable of `solve`'s target mode (the same program as the Python API's)."""
+        if self.target is None:
+            return solve(self.game, self.state, iterations, check_memory=False)
+        state, locks = drop_idle_locks(self.state)
+        return restore_locks(_chunk(self.game, state, iterations), locks)
+
     def __iter__(self):
         done = self.start
         for point in self.points:
             t0 = time.perf_counter()
-            self.state = jax.block_until_ready(solve(self.game, self.state, point - done, check_memory=False))
+            self.state = jax.block_until_ready(self._run(point - done))
             self.solve_s += time.perf_counter() - t0
             done = point
             e = v = None
