@@ -435,6 +435,7 @@ def _solve(args) -> dict:
                 if chunk.exploitability is not None:
                     bar.set_postfix(expl=f"{chunk.exploitability:.3e}",
                                     **({} if pot is None else {"pot": f"{100 * chunk.exploitability / pot:.4f}%"}),
+                                    **({} if target is None else {"target": args.target}),
                                     it_s=f"{(done - start) / max(run.solve_s - solve_before, 1e-9):,.0f}")
                 if delay:  # test hook: slow chunks, each announced, so a test can interrupt a running solve
                     print(f"{_CHUNK_DELAY_ENV}: iteration {done}", file=sys.stderr, flush=True)

@@ -93,9 +93,12 @@ class CompileCount:
         return self.requests - self.cache_hits
 
     def cache(self, folder: str | None) -> str:
-        """`"off"` (no cache folder), `"hit"` (nothing compiled: every executable came from
-        the cache) or `"miss"` (at least one was compiled)."""
-        return OFF if folder is None else "hit" if self.compiles == 0 else "miss"
+        """`"hit"` (nothing compiled: every executable came from a cache), `"miss"` (at
+        least one compiled, with a cache: `folder`, or JAX's own where it served a hit) or
+        `"off"` (compiled, no cache)."""
+        if self.compiles == 0:
+            return "hit"
+        return "miss" if folder is not None or self.cache_hits else OFF
 
 
 @contextlib.contextmanager

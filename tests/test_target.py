@@ -172,3 +172,13 @@ def test_batch_subgames_stop_at_their_target_and_stay_frozen(capsys, tmp_path):
     # each row's recorded exploitability (at its stop) is at or below the target
     with np.load(multihost.shard_path(str(tmp_path / "a"), 0, 1)) as z:
         assert z["target.stopped"].all() and np.all(z["target.exploitability"] <= target)
+    # the same command again resumes the finished run: nothing runs, nothing changes; another target is refused
+    code, out, err = _cli(capsys, "solve-batch", "hunl_river", "--batch", "8", "--out", str(tmp_path / "a"),
+                          "--target", "0.2%", "--iterations", "200", "--json")
+    assert code == 0 and json.loads(out.strip().splitlines()[-1])["resumed_from"] == int(stops.max()), err
+    again = multihost.read_shards(str(tmp_path / "a"))
+    for leaf, x in a["state"].items():
+        np.testing.assert_array_equal(again["state"][leaf], x, err_msg=leaf)
+    code, out, err = _cli(capsys, "solve-batch", "hunl_river", "--batch", "8", "--out", str(tmp_path / "a"),
+                          "--target", "0.1%", "--iterations", "200")
+    assert code == 2 and "differs in target" in err, err
