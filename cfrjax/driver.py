@@ -265,12 +265,13 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         eval_every=K])` runs chunks of K scanned iterations, evaluating the average
         policy after each and after the `N`-th iteration (the cap; a last, shorter chunk
         when K does not divide N); without K, chunks of `TARGET_EVAL_EVERY` evaluated on
-        the schedule of `target_evaluations`. It stops at the first evaluation at or below `eps` (`target_reached`), else at the
-        cap. The chunk and the evaluation are two executables, compiled side by side
+        the schedule of `target_evaluations`. It stops at the first evaluation at or
+        below `eps` (`target_reached`), else at the cap. The chunk and the evaluation
+        are two executables, compiled side by side
         (`cfrjax.xla_options.compile_concurrently`; the last chunk, when shorter, only if
         it runs), and the host reads each evaluation before it runs the next chunk. The
-        same rule as `solve_chunks(target=...)` and `cfrjax solve --target` (which count
-        iterations from 0, this from `state`'s).
+        same rule and programs as `solve_chunks(target=...)` and `cfrjax solve --target`
+        (whose schedule counts iterations from 0, this one from `state`'s).
 
     Args:
       game: the compiled game (any form, `cfrjax.forms`).
@@ -290,9 +291,9 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
     Returns:
       The new state; with `eval_every`, the pair `(state, trace)` where `trace` is a
       `Trace` of `[K]` arrays. In target-driven mode the trace holds only the
-      checkpoints actually run (`trace.iteration` holds the state's iteration counter at
-      each, so `trace.iteration[-1]` is the iteration it stopped at); the returned state is the one at the
-      stopping checkpoint.
+      evaluations actually run (`trace.iteration` holds the state's iteration counter
+      at each, so `trace.iteration[-1]` is the iteration it stopped at); the returned
+      state is the one at the stopping evaluation.
     """
     if check_memory:
         guard(game, state)
@@ -409,22 +410,20 @@ class SolveChunks:
         self.checkpoint = None if checkpoint is None else os.fspath(checkpoint)
         self.extra = dict(extra or {})
         self.target = None if target is None else _target(target)
-        if self.target is not None:
-            self.extra["target"] = self.target
         self.every = eval_every or (TARGET_EVAL_EVERY if self.target is not None else max(1, iterations // 10))
-        # the iterations it evaluates at (`None`: multiples of `every`, and the last)
-        self.evaluations = None if self.target is None else set(target_evaluations(iterations, eval_every))
-        self.checkpoint_every = checkpoint_every or (self.every if checkpoint is not None and self.evaluations is None
+        self.checkpoint_every = checkpoint_every or (self.every if checkpoint is not None and self.target is None
                                                      else None)
         self.history: list = []
         self.solve_s = self.eval_s = self.trace_s = self.compile_s = 0.0
         self.resumed_from = self.reached = None
+        origin = int(state.iteration)   # a target's schedule counts from here (a warm start's iteration)
         if self.checkpoint is not None and os.path.exists(self.checkpoint):
             saved = checkpoint_info(self.checkpoint).get("extra") or {}
             if saved.get("target") is not None and self.target is None:
                 raise ValueError(f"checkpoint {self.checkpoint} is of a solve to the target exploitability "
                                  f"{saved['target']:.6g}; give a target again to resume it (the same to continue "
                                  "that run)")
+            origin = int(saved.get("target_origin", 0))
             state = load_checkpoint(self.checkpoint, game, config=state.config)
             self.history = [list(r) for r in saved.get("history", [])]
             self.solve_s = float(saved.get("solve_s", 0.0))
@@ -432,7 +431,14 @@ class SolveChunks:
         self.state = state
         self.memory = guard(game, state) if check_memory else None
         self.start = int(state.iteration)
-        self.points = stop_points(self.start, iterations, self.every, self.checkpoint_every)
+        # the iterations it stops at and those it evaluates at (`None`: multiples of `every`, and the last)
+        self.origin = origin if self.target is not None else 0
+        self.points = [self.origin + p for p in stop_points(self.start - self.origin, iterations - self.origin,
+                                                            self.every, self.checkpoint_every)]
+        self.evaluations = None if self.target is None else {
+            self.origin + p for p in target_evaluations(iterations - self.origin, eval_every)}
+        if self.target is not None:
+            self.extra.update(target=self.target, target_origin=self.origin)
         last = self.history[-1] if self.history else None
         if self.target is not None and last and last[0] == self.start and target_reached(last[2], self.target):
             self.reached, self.points = self.start, []   # resumed at its target: nothing to run
@@ -498,7 +504,7 @@ class SolveChunks:
                 if self.target is not None and target_reached(e, self.target):
                     self.reached = point
             saved = self.checkpoint is not None and (point == self.iterations or self.reached is not None or (
-                point % self.checkpoint_every == 0 if self.checkpoint_every else evaluated))
+                (point - self.origin) % self.checkpoint_every == 0 if self.checkpoint_every else evaluated))
             if saved:
                 self.save()
             yield Chunk(self.state, point, self.solve_s, e, v, saved)
@@ -530,7 +536,8 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
         unit, a number >= 0; `target_reached`, the rule of `solve`'s target mode), with
         `iterations` the cap; evaluations every `eval_every`, else on
         `target_evaluations`' schedule (chunks of `TARGET_EVAL_EVERY`), the checkpoint
-        saved at each by default. The checkpoint keeps the target: resuming one written with a
+        saved at each by default; chunks and schedule count from `state`'s iteration
+        (a warm start's), as `solve`'s target mode. The checkpoint keeps the target: resuming one written with a
         target needs a target again, and a run resumed at an evaluation that meets it
         runs nothing (`reached` is its iteration, `points` empty).
 

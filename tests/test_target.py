@@ -3,6 +3,7 @@
 evaluation at or below the target, `cfrjax.driver.target_reached`) and one evaluation
 schedule (`target_evaluations`). The command runs in this process (`cli.main`)."""
 
+import dataclasses
 import json
 import re
 
@@ -36,6 +37,17 @@ def test_schedule():
     many = target_evaluations(10_000)
     assert len(many) < 40 and all(b > a for a, b in zip(many, many[1:]))
     assert all(b <= 1.25 * a + TARGET_EVAL_EVERY for a, b in zip(many, many[1:]))   # overshoot bounded
+
+
+def test_schedule_counts_from_the_starting_state():
+    """A warm start's target solve evaluates 10, 20, ... iterations after its start, as
+    `solve(target_exploitability=...)` from that state does (nothing compiled here)."""
+    game = cfrjax.load_game("kuhn_poker")
+    state = cfrjax.init(game)
+    warm = dataclasses.replace(state, iteration=np.asarray(5, state.iteration.dtype))
+    run = cfrjax.solve_chunks(game, warm, 5 + 150, target=0.01, check_memory=False)
+    assert run.evaluations == {5 + p for p in target_evaluations(150)}
+    assert run.points == list(range(15, 156, 10))
 
 
 def test_percent_of_the_pot_on_a_spot(capsys):
@@ -127,6 +139,27 @@ def no_kept_programs():
     programs.enable(None)
     yield
     programs.enable(saved)
+
+
+@pytest.fixture
+def own_cache(tmp_path):
+    """A fresh compilation cache folder for the command; this process's settings restored after."""
+    saved_dir, saved_programs = jax.config.jax_compilation_cache_dir, programs.folder()
+    yield str(tmp_path / "xla")
+    jax.config.update("jax_compilation_cache_dir", saved_dir)
+    programs.enable(saved_programs)
+
+
+def test_compile_cache_miss_then_hit(capsys, own_cache):
+    # options no other test solves with: this process has not compiled these programs (a
+    # program compiled before in the process is found in JAX's memory: nothing compiled)
+    args = ["solve", "kuhn_poker", "--target", "0.01", "--json", "--compile-cache", own_cache, "--rule", "cfr+",
+            "--averaging", "uniform", "--order", "simultaneous"]
+    first = json.loads(_cli(capsys, *args)[1].strip().splitlines()[-1])
+    programs.enable(None)   # as a new process: nothing read back yet
+    second = json.loads(_cli(capsys, *args)[1].strip().splitlines()[-1])
+    assert first["compile_cache"] == "miss" and second["compile_cache"] == "hit"
+    assert (second["iterations"], second["exploitability"]) == (first["iterations"], first["exploitability"])
 
 
 def test_no_compile_per_evaluation(no_kept_programs):
