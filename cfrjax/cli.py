@@ -71,15 +71,16 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--target", default=None, metavar="X|X%",
                    help="solve to a target: stop at the first evaluation whose exploitability is at or below X (the "
                         "game's unit, chips for poker; e.g. 0.001) or X%% of a poker spot's starting pot (e.g. 0.5%%); "
-                        "evaluations every --eval-every iterations (default: after 10, 20, 30, 40, 50, 70, 90, 120, ... "
-                        "iterations, each a quarter more), --max-iterations the cap")
+                        "evaluations every --eval-every iterations (default: after 10, 20, 30, 40, 50, 70, 90, 120, "
+                        "... iterations, each a quarter more), --max-iterations the cap")
     s.add_argument("--max-iterations", type=int, default=None, metavar="N",
                    help=f"with --target: stop after N iterations in all if the target is not met (default "
                         f"{TARGET_MAX_ITERATIONS}; not with --iterations)")
     _solver_options(s)
     s.add_argument("--chance", choices=("folded", "explicit"), default="folded")
     s.add_argument("--eval-every", type=int, default=None,
-                   help="evaluate exploitability every K iterations (default: 10 evaluations; with --target, see there)")
+                   help="evaluate exploitability every K iterations (default: 10 evaluations; with --target: see "
+                        "there)")
     s.add_argument("--checkpoint", default=None, metavar="PATH",
                    help="resume from PATH if it exists (same game and options), save the state there")
     s.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
@@ -962,8 +963,8 @@ def main(argv=None) -> int:
                 f"reached at iteration {result['iterations']}, {result['seconds_to_target']:.2f} s from the start"
                 if result["seconds_to_target"] is not None else "met by the checkpoint" if result["target_reached"]
                 else f"not reached by the cap, --max-iterations {result['max_iterations']}"))
-        print(f"  build {result['build_s']:.2f} s, trace {result['trace_s']:.2f} s, compile {result['compile_s']:.2f} s "
-              f"(compilation cache {result['compile_cache']}), solve {result['solve_s']:.3f} s "
+        print(f"  build {result['build_s']:.2f} s, trace {result['trace_s']:.2f} s, "
+              f"compile {result['compile_s']:.2f} s (compilation cache {result['compile_cache']}), solve {result['solve_s']:.3f} s "
               f"({result['ms_per_iter']:.4f} ms/iter), evaluation {result['eval_s']:.3f} s on {result['device']}")
         for what, path in (("policy", args.save_policy), ("plot", args.plot), ("checkpoint", args.checkpoint)):
             if path:

@@ -270,8 +270,8 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         are two executables, compiled side by side
         (`cfrjax.xla_options.compile_concurrently`; the last chunk, when shorter, only if
         it runs), and the host reads each evaluation before it runs the next chunk. The
-        same rule and programs as `solve_chunks(target=...)` and `cfrjax solve --target`
-        (whose schedule counts iterations from 0, this one from `state`'s).
+        same rule, schedule (counted from `state`'s iteration) and programs as
+        `solve_chunks(target=...)` and `cfrjax solve --target`.
 
     Args:
       game: the compiled game (any form, `cfrjax.forms`).
@@ -392,8 +392,10 @@ class SolveChunks:
     resumed checkpoint's included), `resumed_from` (the checkpoint's iteration, or
     `None`), `start`, `points` (the iteration counts it stops at), `memory` (the memory
     guard's answer: plan and free bytes), `target` (or `None`), `reached` (the iteration
-    whose evaluation met the target, or `None`), `eval_s` (this process's evaluation
-    seconds), `trace_s` and `compile_s` (of `compile`).
+    whose evaluation met the target, or `None`), `evaluations` (with a target: the
+    iteration counts it evaluates at), `origin` (the iteration its target schedule counts
+    from), `eval_s` (this process's evaluation seconds), `trace_s` and `compile_s` (of
+    `compile`).
     """
 
     def __init__(self, game, state: SolverState, iterations: int, *, eval_every: int | None = None,
