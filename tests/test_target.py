@@ -6,6 +6,8 @@ schedule (`target_evaluations`). The command runs in this process (`cli.main`)."
 import dataclasses
 import json
 import re
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -141,23 +143,12 @@ def no_kept_programs():
     programs.enable(saved)
 
 
-@pytest.fixture
-def own_cache(tmp_path):
-    """A fresh compilation cache folder for the command; this process's settings restored after."""
-    saved_dir, saved_programs = jax.config.jax_compilation_cache_dir, programs.folder()
-    yield str(tmp_path / "xla")
-    jax.config.update("jax_compilation_cache_dir", saved_dir)
-    programs.enable(saved_programs)
-
-
-def test_compile_cache_miss_then_hit(capsys, own_cache):
-    # options no other test solves with: this process has not compiled these programs (a
-    # program compiled before in the process is found in JAX's memory: nothing compiled)
-    args = ["solve", "kuhn_poker", "--target", "0.01", "--json", "--compile-cache", own_cache, "--rule", "cfr+",
-            "--averaging", "uniform", "--order", "simultaneous"]
-    first = json.loads(_cli(capsys, *args)[1].strip().splitlines()[-1])
-    programs.enable(None)   # as a new process: nothing read back yet
-    second = json.loads(_cli(capsys, *args)[1].strip().splitlines()[-1])
+def test_compile_cache_miss_then_hit(tmp_path):
+    """Two processes sharing a fresh cache folder: the first compiles, the second reads back."""
+    args = [sys.executable, "-m", "cfrjax", "solve", "kuhn_poker", "--target", "0.01", "--json", "--compile-cache",
+            str(tmp_path / "xla")]
+    first, second = (json.loads(subprocess.run(args, capture_output=True, text=True, timeout=300, check=True)
+                                .stdout.strip().splitlines()[-1]) for _ in range(2))
     assert first["compile_cache"] == "miss" and second["compile_cache"] == "hit"
     assert (second["iterations"], second["exploitability"]) == (first["iterations"], first["exploitability"])
 
