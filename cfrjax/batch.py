@@ -29,16 +29,14 @@ import functools
 import jax
 import jax.numpy as jnp
 
-import numpy as np
-
-from cfrjax.driver import evaluate, run_steps
+from cfrjax.driver import _evaluate, run_steps
 from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
 from cfrjax.state import SolverState, init
 from cfrjax import xla_options
 
 __all__ = ["batch_axes", "batch_specs", "batched_fields_of", "check_batch", "evaluate_batch", "init_batch",
-           "retargetable", "solve_batch"]
+           "keep_stopped", "retargetable", "solve_batch"]
 
 
 def retargetable(game) -> dict:
@@ -186,7 +184,13 @@ def solve_batch(games, states: SolverState, iterations: int, batched_fields=None
     return restore_locks(_solve_batch(games, states, iterations, fields), locks)
 
 
-def evaluate_batch(games, states: SolverState, batched_fields=None) -> tuple[np.ndarray, np.ndarray]:
+@functools.partial(xla_options.jit, static_argnames=("batched_fields",))
+def _evaluate_batch(games, states, batched_fields):
+    axes = batch_specs(games, 0, None, batched_fields)
+    return jax.vmap(_evaluate, (axes, 0))(games, states)
+
+
+def evaluate_batch(games, states: SolverState, batched_fields=None):
     """Each subgame's `(exploitability, value)` in a batch, as `cfrjax.evaluate` gives them
     for one subgame (float64 whatever the iteration dtype), in one compiled program:
     `evaluate` mapped over the batch axes that `solve_batch` uses.
@@ -204,13 +208,22 @@ def evaluate_batch(games, states: SolverState, batched_fields=None) -> tuple[np.
         infers them (`batched_fields_of`).
 
     Returns:
-      `(exploitability [B], value [B])`: NumPy float64, player 0's value, in the game's
-      payoff units (chips in a poker spot).
+      `(exploitability [B], value [B])`: float64 JAX arrays (sharded inputs are evaluated
+      where they lie; `np.asarray` gives NumPy), player 0's value, in the game's payoff
+      units (chips in a poker spot).
 
     Raises:
       ValueError: batch sizes disagree, a field is not a float leaf, or no leaf is batched.
     """
     fields = fields_or_inferred(batched_fields, games)
     check_batch(games, states, fields)
-    e, v = jax.vmap(evaluate, (batch_specs(games, 0, None, fields), 0))(games, states)
-    return np.asarray(e, np.float64), np.asarray(v, np.float64)
+    with jax.enable_x64(True):  # the evaluation (only) runs in float64, as `cfrjax.evaluate`
+        return _evaluate_batch(games, states, fields)
+
+
+@jax.jit
+def keep_stopped(stopped, old: SolverState, new: SolverState) -> SolverState:
+    """`new` with the rows where `stopped` (`[B]` bool) is set replaced by `old`'s, bit for
+    bit: a batch whose subgames stopped (met their target) keeps their states while the
+    others run on."""
+    return jax.tree.map(lambda o, n: jnp.where(stopped.reshape(stopped.shape + (1,) * (n.ndim - 1)), o, n), old, new)

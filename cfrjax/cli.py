@@ -1,11 +1,14 @@
 """The `cfrjax` command line (thin: parses, calls the public API, prints).
 
-    cfrjax solve GAME [--iterations N] [--rule R] [--order simultaneous|alternating]
+    cfrjax solve GAME [--iterations N | --target X|X% [--max-iterations N]] [--rule R] [--order ...]
                       [--averaging uniform|linear] [--dtype float32|float64]
+                                   --target: stop at the first evaluation at or below X
+                                   (the game's unit, e.g. 0.001) or X% of a poker spot's
+                                   starting pot (e.g. 0.5%), --max-iterations the cap
                       [--eval-every K] [--chance folded|explicit] [--json]
                       [--checkpoint PATH [--checkpoint-every K]] [--warm-start PATH]
                       [--save-policy PATH[.npz|.json]] [--plot PATH.png] [--save-game PATH.npz]
-    cfrjax solve-batch GAME --batch N --out DIR [--iterations N] [--seed S] [--chunk K]
+    cfrjax solve-batch GAME --batch N --out DIR [--iterations N] [--target X|X%] [--seed S] [--chunk K]
                       [--coordinator HOST:PORT --num-processes N --process-id I]
                                    a batch of random subgames, one shard file per process
                                    (multi-host: the same command on every host, see
@@ -42,6 +45,8 @@ import time
 # Seconds to sleep after each chunk (solve, solve-batch) or shard (datagen): only for tests
 # that interrupt a run (a real run is too fast to catch between checkpoints). Not a user option.
 _CHUNK_DELAY_ENV = "CFRJAX_TEST_CHUNK_DELAY_S"
+#: `--max-iterations`' default: the iteration cap of a solve to a `--target`.
+TARGET_MAX_ITERATIONS = 10_000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -61,12 +66,21 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("solve", help="solve a game and report exploitability")
     s.add_argument("game", help="OpenSpiel game string, a saved .npz game, a poker .toml spec, or the name of a "
                                 "shipped spec (cfrjax games lists them)")
-    s.add_argument("--iterations", type=int, default=1000,
-                   help="total iterations (a resumed run continues up to this number)")
+    s.add_argument("--iterations", type=int, default=None,
+                   help="total iterations without --target (default 1000; a resumed run continues up to this number)")
+    s.add_argument("--target", default=None, metavar="X|X%",
+                   help="solve to a target: stop at the first evaluation whose exploitability is at or below X (the "
+                        "game's unit, chips for poker; e.g. 0.001) or X%% of a poker spot's starting pot (e.g. 0.5%%); "
+                        "evaluations every --eval-every iterations (default: after 10, 20, 30, 40, 50, 70, 90, 120, "
+                        "... iterations, each a quarter more), --max-iterations the cap")
+    s.add_argument("--max-iterations", type=int, default=None, metavar="N",
+                   help=f"with --target: stop after N iterations in all if the target is not met (default "
+                        f"{TARGET_MAX_ITERATIONS}; not with --iterations)")
     _solver_options(s)
     s.add_argument("--chance", choices=("folded", "explicit"), default="folded")
     s.add_argument("--eval-every", type=int, default=None,
-                   help="evaluate exploitability every K iterations (default: 10 evaluations)")
+                   help="evaluate exploitability every K iterations (default: 10 evaluations; with --target: see "
+                        "there)")
     s.add_argument("--checkpoint", default=None, metavar="PATH",
                    help="resume from PATH if it exists (same game and options), save the state there")
     s.add_argument("--checkpoint-every", type=int, default=None, metavar="K",
@@ -98,7 +112,11 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True, metavar="DIR",
                    help="output directory: each process writes DIR/shard-<process>-of-<count>.npz (rewritten "
                         "after every chunk; the same command resumes from it)")
-    b.add_argument("--iterations", type=int, default=1000, help="iterations per subgame")
+    b.add_argument("--iterations", type=int, default=1000, help="iterations per subgame (with --target: the cap)")
+    b.add_argument("--target", default=None, metavar="X|X%",
+                   help="stop each subgame at its first evaluation at or below X (the game's unit) or X%% of the "
+                        "pot, as `solve --target`; a stopped subgame's state is kept as it was (its state.iteration "
+                        "says where); evaluated and written as `solve --target` evaluates, or every --chunk")
     b.add_argument("--seed", type=int, default=0, help="seed of the random ranges / root-chance probabilities")
     b.add_argument("--chunk", type=int, default=None, metavar="K",
                    help="iterations between two writes of the shard (default: a tenth of --iterations)")
@@ -405,8 +423,21 @@ def _solve(args) -> dict:
     import cfrjax
     from tqdm import tqdm
 
-    if args.iterations <= 0:
-        raise ValueError(f"--iterations must be positive, got {args.iterations}")
+    from cfrjax.driver import parse_target
+
+    if args.target is None:
+        if args.max_iterations is not None:
+            raise ValueError("--max-iterations is the cap of a solve to a --target; without one, use --iterations N")
+        iterations, flag = (1000 if args.iterations is None else args.iterations), "--iterations"
+    else:
+        if args.iterations is not None:
+            raise ValueError("--iterations with --target: the iteration cap of a solve to a target is "
+                             "--max-iterations N")
+        parse_target(args.target)  # a bad value fails before the build
+        iterations = TARGET_MAX_ITERATIONS if args.max_iterations is None else args.max_iterations
+        flag = "--max-iterations"
+    if iterations <= 0:
+        raise ValueError(f"{flag} must be positive, got {iterations}")
     if args.eval_every is not None and args.eval_every <= 0:
         raise ValueError(f"--eval-every must be positive, got {args.eval_every}")
     if args.checkpoint_every is not None:
@@ -420,12 +451,17 @@ def _solve(args) -> dict:
                          "no extension: .npz for a poker spot's public form, .json for the tabular form)")
     _check_plot_available(args.plot)
 
-    from cfrjax.compile_cache import enable_compile_cache
-    enable_compile_cache(args.compile_cache)
+    from cfrjax.compile_cache import compile_count, enable_compile_cache
+    from cfrjax.driver import target_chips
+    from cfrjax.games.poker import starting_pot
+
+    cache = enable_compile_cache(args.compile_cache)
     t0 = time.perf_counter()
     with _Status(f"building {args.game} ..."):
         game = _load_game_quietly(args.game, args.chance, args.form)
     build_s = time.perf_counter() - t0
+    pot = starting_pot(game)  # poker spots: exploitability also in % of the starting pot
+    target = None if args.target is None else target_chips(args.target, pot, game.name)
     if args.save_policy:  # the form's default extension; a .json too large refused before solving
         args.save_policy = cfrjax.strategy.policy_path(args.save_policy, game)
         cfrjax.strategy.check_json_size(args.save_policy, game)
@@ -438,12 +474,12 @@ def _solve(args) -> dict:
         state = cfrjax.warm_start(game, args.warm_start, config=state.config)
         what = "policy " if is_policy_file(args.warm_start) else ""
         print(f"cfrjax: warm start from {what}{args.warm_start} (iteration {int(state.iteration)}), "
-              f"{args.iterations} more iterations", file=sys.stderr)
+              f"{iterations} more iterations{' at most' if target is not None else ''}", file=sys.stderr)
     if args.memory_plan:
         print(cfrjax.memory.memory_plan(game, state).table(), file=sys.stderr)
-    run = cfrjax.solve_chunks(game, state, int(state.iteration) + args.iterations, eval_every=args.eval_every,
+    run = cfrjax.solve_chunks(game, state, int(state.iteration) + iterations, eval_every=args.eval_every,
                               checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
-                              extra=dict(game=args.game))
+                              extra=dict(game=args.game), target=target)
     if run.resumed_from is not None:
         print(f"cfrjax: resuming {game.name} from {args.checkpoint} at iteration {run.resumed_from}", file=sys.stderr)
     plan, free = run.memory["plan"], run.memory["free"]
@@ -451,13 +487,9 @@ def _solve(args) -> dict:
     free = "" if free is None else f" of {cfrjax.memory.format_bytes(free)} free"
     print(f"cfrjax: memory plan {cfrjax.memory.format_bytes(plan.total_bytes)} "
           f"({plan.total_bytes / nodes:.0f} B/node){free} on {jax.devices()[0].device_kind}", file=sys.stderr)
-    with _Status("compiling ..."):
-        compile_s = run.compile()
-    start = run.start
-
-    from cfrjax.games.poker import starting_pot
-
-    pot = starting_pot(game)  # poker spots: exploitability also in % of the starting pot
+    with _Status("compiling ..."), compile_count() as compiled:
+        run.compile()
+    start, reached_s = run.start, None
     delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
     bar = tqdm(total=run.iterations, initial=min(start, run.iterations), unit="it", file=sys.stderr,
                disable=None, dynamic_ncols=True)
@@ -468,9 +500,12 @@ def _solve(args) -> dict:
             for chunk in run:
                 bar.update(chunk.iteration - done)
                 done = chunk.iteration
+                if run.reached is not None:
+                    reached_s = time.perf_counter() - t0
                 if chunk.exploitability is not None:
                     bar.set_postfix(expl=f"{chunk.exploitability:.3e}",
                                     **({} if pot is None else {"pot": f"{100 * chunk.exploitability / pot:.4f}%"}),
+                                    **({} if target is None else {"target": args.target}),
                                     it_s=f"{(done - start) / max(run.solve_s - solve_before, 1e-9):,.0f}")
                 if delay:  # test hook: slow chunks, each announced, so a test can interrupt a running solve
                     print(f"{_CHUNK_DELAY_ENV}: iteration {done}", file=sys.stderr, flush=True)
@@ -491,7 +526,10 @@ def _solve(args) -> dict:
                         say=False)
         raise OSError(f"stopped at iteration {int(run.state.iteration)}: writing the checkpoint {args.checkpoint} "
                       f"failed ({e.strerror or e}); the state is in {alt} (resume with --checkpoint {alt})") from None
-    if start >= run.iterations:
+    if run.reached == start:
+        print(f"cfrjax: {args.checkpoint} already meets the target (exploitability {run.history[-1][2]:.6e} at "
+              f"iteration {start}); nothing to run", file=sys.stderr)
+    elif start >= run.iterations:
         if not run.history:
             run.evaluate()
         print(f"cfrjax: {args.checkpoint} already holds {start} iterations (--iterations {run.iterations}); "
@@ -519,8 +557,13 @@ def _solve(args) -> dict:
     record = dict(meta, nodes=sizes.get("nodes"), infosets=sizes.get("infosets"), slots=sizes.get("slots"),
                   depth=sizes.get("depth"), device=str(jax.devices()[0].device_kind),
                   backend=jax.default_backend(), jax=jax.__version__, build_s=round(build_s, 4),
-                  preallocate=os.environ.get(_PREALLOCATE),
-                  compile_s=round(compile_s, 4), solve_s=round(solve_s, 4), ms_per_iter=1e3 * solve_s / max(1, ran))
+                  preallocate=os.environ.get(_PREALLOCATE), trace_s=round(run.trace_s, 4),
+                  compile_s=round(run.compile_s, 4), compile_cache=compiled.cache(cache), solve_s=round(solve_s, 4),
+                  eval_s=round(run.eval_s, 4), ms_per_iter=1e3 * solve_s / max(1, ran))
+    if target is not None:
+        record.update(target=target, target_pct_pot=None if pot is None else 100 * target / pot,
+                      target_reached=run.reached is not None, seconds_to_target=reached_s,
+                      max_iterations=run.iterations, eval_every=args.eval_every)
     if args.checkpoint:
         record["resumed_from"] = run.resumed_from
     return record
@@ -557,6 +600,9 @@ def _solve_batch(args) -> dict:
         v = getattr(args, name)
         if v is not None and v <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {v}")
+    if args.target is not None:
+        from cfrjax.driver import parse_target
+        parse_target(args.target)  # a bad value fails before the build
     cluster = multihost.cluster_config(args.coordinator, args.num_processes, args.process_id)
     from cfrjax.compile_cache import enable_compile_cache
     enable_compile_cache(args.compile_cache)
@@ -574,7 +620,7 @@ def _solve_batch(args) -> dict:
     return multihost.solve_batch_to_dir(
         args.game, args.out, batch=args.batch, iterations=args.iterations, seed=args.seed, form=args.form,
         rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype, chunk=args.chunk,
-        cluster=cluster, resume=not args.restart, on_ready=ready,
+        cluster=cluster, resume=not args.restart, on_ready=ready, target=args.target,
         on_chunk=(lambda _: time.sleep(delay)) if delay else None, **timeouts)
 
 
@@ -1022,8 +1068,15 @@ def main(argv=None) -> int:
             print(f"  raked: value (player 1) {result['values'][1]:.6f}, expected rake {result['expected_rake']:.6f}")
         print(f"  {result['nodes']:,} nodes, {result['infosets']:,} infosets, {result['slots']:,} slots, "
               f"depth {result['depth']}")
-        print(f"  compile {result['compile_s']:.2f} s, solve {result['solve_s']:.3f} s "
-              f"({result['ms_per_iter']:.4f} ms/iter) on {result['device']}")
+        if "target" in result:
+            unit = "" if result["target_pct_pot"] is None else f" ({result['target_pct_pot']:.4g}% of the pot)"
+            print(f"  target {result['target']:.6g}{unit}: " + (
+                f"reached at iteration {result['iterations']}, {result['seconds_to_target']:.2f} s from the start"
+                if result["seconds_to_target"] is not None else "met by the checkpoint" if result["target_reached"]
+                else f"not reached by the cap, --max-iterations {result['max_iterations']}"))
+        print(f"  build {result['build_s']:.2f} s, trace {result['trace_s']:.2f} s, "
+              f"compile {result['compile_s']:.2f} s (compilation cache {result['compile_cache']}), solve {result['solve_s']:.3f} s "
+              f"({result['ms_per_iter']:.4f} ms/iter), evaluation {result['eval_s']:.3f} s on {result['device']}")
         for what, path in (("policy", args.save_policy), ("plot", args.plot), ("checkpoint", args.checkpoint)):
             if path:
                 print(f"  {what}: {path}")
@@ -1061,4 +1114,7 @@ def _report_batch(args, r: dict) -> int:
           f"device(s) -> {r['path']}")
     print(f"  build {r['build_s']:.2f} s, first chunk (with compiling) {r['first_chunk_s'] or 0:.2f} s, "
           f"then {ms} for the {r['batch'] // r['num_processes']}-subgame share")
+    if r.get("target") is not None:
+        print(f"  target {r['target']:.6g}: {r['stopped']} of {r['rows'][1] - r['rows'][0]} subgames stopped at it, "
+              f"largest exploitability {r['exploitability_max']:.6g}; evaluation {r['eval_s']:.2f} s")
     return 0

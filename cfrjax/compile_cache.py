@@ -20,13 +20,14 @@ are kept whole beside it (`cfrjax.programs`): a new process does not trace or lo
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import jax
 
 from cfrjax import programs
 
-__all__ = ["ENV", "OFF", "cache_home", "default_dir", "enable_compile_cache"]
+__all__ = ["ENV", "OFF", "cache_home", "compile_count", "default_dir", "enable_compile_cache"]
 
 #: Environment variable naming the cache folder (or `off`).
 ENV = "CFRJAX_COMPILE_CACHE"
@@ -71,3 +72,53 @@ def enable_compile_cache(path: str | os.PathLike | None = None, keep_programs: b
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return folder
+
+
+#: JAX's monitoring events: one per XLA compile request (a persistent-cache hit included),
+#: and one per hit of its persistent cache.
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+
+
+class CompileCount:
+    """What `compile_count` saw: `compiles` (XLA compiles run, persistent-cache hits not
+    counted) and `cache_hits` (executables read from JAX's persistent cache). A program
+    read back whole from `cfrjax.programs` is neither."""
+
+    def __init__(self):
+        self.requests = self.cache_hits = 0
+
+    @property
+    def compiles(self) -> int:
+        return self.requests - self.cache_hits
+
+    def cache(self, folder: str | None) -> str:
+        """`"hit"` (nothing compiled: every executable came from a cache), `"miss"` (at
+        least one compiled, with a cache: `folder`, or JAX's own where it served a hit) or
+        `"off"` (compiled, no cache)."""
+        if self.compiles == 0:
+            return "hit"
+        return "miss" if folder is not None or self.cache_hits else OFF
+
+
+@contextlib.contextmanager
+def compile_count():
+    """A `CompileCount` of the XLA compiles inside the `with` block (any thread), from
+    JAX's monitoring events."""
+    count = CompileCount()
+
+    def on_duration(event, duration, **kwargs):
+        if event == _COMPILE_EVENT:
+            count.requests += 1
+
+    def on_event(event, **kwargs):
+        if event == _HIT_EVENT:
+            count.cache_hits += 1
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    jax.monitoring.register_event_listener(on_event)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on_duration)
+        jax.monitoring.unregister_event_listener(on_event)

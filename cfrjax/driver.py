@@ -57,6 +57,81 @@ jax.tree_util.register_dataclass(Trace, data_fields=["iteration", "exploitabilit
 EVAL_DTYPE = "float64"
 
 
+#: The automatic evaluation schedule of a target-driven solve (`target_evaluations`):
+#: iterations run in chunks of `TARGET_EVAL_EVERY` (one executable), evaluated after the
+#: first chunk and then each time the iterations done have grown by `TARGET_EVAL_GROWTH`.
+#: An evaluation (both best responses, in float64) costs about 7-12 iterations on a CPU
+#: (Leduc 1.4 ms against 0.22 ms an iteration, the river spot 3.5 against 0.28): every ten
+#: iterations it would double a solve's work; on this schedule a run of N iterations
+#: evaluates about `log(N / 10) / log(1.25)` times and passes its target by at most a
+#: quarter of its iterations (plus a chunk).
+TARGET_EVAL_EVERY = 10
+TARGET_EVAL_GROWTH = 1.25
+
+
+def target_reached(exploitability, target):
+    """The stop rule of every target-driven solve (`solve`, `solve_chunks`, `cfrjax solve
+    --target`, `solve-batch --target`): an evaluation at or below the target. Works on
+    floats and arrays (a batch's `[B]` exploitabilities against a target)."""
+    return exploitability <= target
+
+
+def target_evaluations(total: int, eval_every: int | None = None) -> list[int]:
+    """The iteration counts in `(0, total]` after which a target-driven solve evaluates:
+    every `eval_every` iterations when given, else `TARGET_EVAL_EVERY` times 1, 2, 3, 4,
+    5, 7, 9, 12, 15, 19, ... (each `ceil(1.25 n)`, at least `n + 1`); and `total`, the cap.
+    Its chunks are `eval_every` (or `TARGET_EVAL_EVERY`) iterations long, the last one
+    up to `total` excepted."""
+    if eval_every is not None:
+        points = list(range(eval_every, total, eval_every))
+    else:
+        points, n = [], 1
+        while n * TARGET_EVAL_EVERY < total:
+            points.append(n * TARGET_EVAL_EVERY)
+            n = max(n + 1, math.ceil(n * TARGET_EVAL_GROWTH))
+    return points + [total]
+
+
+def _target(target) -> float:
+    """`target` as a float: a number >= 0 (0 is never reached: the solve runs to its cap;
+    `inf` stops at the first evaluation), else `ValueError` naming it."""
+    try:
+        t = float(target)
+    except (TypeError, ValueError):
+        raise ValueError(f"target_exploitability must be a number >= 0, got {target!r}") from None
+    if not t >= 0:
+        raise ValueError(f"target_exploitability must be a number >= 0, got {target!r}")
+    return t
+
+
+def parse_target(text: str) -> tuple[float, bool]:
+    """A target as a user writes it (`cfrjax solve --target`): `(x, True)` for `"x%"` (a
+    percentage of the starting pot), `(x, False)` for a plain number (an exploitability in
+    the game's unit); x finite and > 0, else `ValueError` naming the text."""
+    pct = text.strip().endswith("%")
+    try:
+        x = float(text.strip()[:-1] if pct else text)
+    except ValueError:
+        x = math.nan
+    if not (math.isfinite(x) and x > 0):
+        raise ValueError(f"target {text!r}: expected an exploitability > 0, a number in the game's unit (e.g. "
+                         "0.001) or a percentage of a poker spot's starting pot (e.g. 0.5%)")
+    return x, pct
+
+
+def target_chips(text: str, pot: float | None, game: str) -> float:
+    """A target as a user writes it (`parse_target`) as an exploitability in the game's
+    unit: x% of `pot` (`cfrjax.forms.starting_pot`; `ValueError` for a game without one),
+    or x."""
+    x, pct = parse_target(text)
+    if not pct:
+        return x
+    if pot is None:
+        raise ValueError(f"target {text}: {game} has no pot (not a poker spot), so a percentage of the pot has no "
+                         "meaning; give an absolute exploitability, e.g. 0.001")
+    return x / 100 * pot
+
+
 #: `lax.scan` unroll factor of a small solve off the CPU (`scan_unroll`): a small game's
 #: iteration is a few dozen short kernels, and the loop's own per-trip work counts. H200,
 #: jax 0.11.2, CFR+ simultaneous, with the double-buffered loop of `cfrjax.xla_options`
@@ -204,13 +279,17 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
     Two modes:
       * fixed: `solve(game, state, iterations[, eval_every=K])` runs exactly `iterations`
         in one executable (evaluations inside it).
-      * target-driven: `solve(game, state, eval_every=K, target_exploitability=eps,
-        max_iterations=N)` runs chunks of K scanned iterations, evaluating the average
-        policy after each, and stops at the first checkpoint whose exploitability is
-        below `eps` (or after `N // K` chunks, i.e. `N` rounded down to a multiple of K,
-        at least one chunk). The chunk and the evaluation are two executables, compiled
-        side by side (`cfrjax.xla_options.compile_concurrently`), and the host reads each
-        checkpoint's exploitability before it runs the next chunk.
+      * target-driven: `solve(game, state, target_exploitability=eps, max_iterations=N[,
+        eval_every=K])` runs chunks of K scanned iterations, evaluating the average
+        policy after each and after the `N`-th iteration (the cap; a last, shorter chunk
+        when K does not divide N); without K, chunks of `TARGET_EVAL_EVERY` evaluated on
+        the schedule of `target_evaluations`. It stops at the first evaluation at or
+        below `eps` (`target_reached`), else at the cap. The chunk and the evaluation
+        are two executables, compiled side by side
+        (`cfrjax.xla_options.compile_concurrently`; the last chunk, when shorter, only if
+        it runs), and the host reads each evaluation before it runs the next chunk. The
+        same rule, schedule (counted from `state`'s iteration) and programs as
+        `solve_chunks(target=...)` and `cfrjax solve --target`.
 
     Args:
       game: the compiled game (any form, `cfrjax.forms`).
@@ -218,19 +297,21 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
       iterations: number of iterations (a Python int; one executable per value); `None`
         in target-driven mode.
       eval_every: if given, also evaluate the average policy's exploitability and value
-        every `eval_every` iterations (and after the last one), inside the executable.
-      target_exploitability: stop threshold (target-driven mode; needs `eval_every` and
-        `max_iterations`).
-      max_iterations: iteration cap of the target-driven mode.
+        every `eval_every` iterations (and after the last one), inside the executable;
+        target-driven: the evaluation cadence (default: `target_evaluations`' schedule).
+      target_exploitability: stop threshold in the game's unit (chips for poker: x% of
+        the pot is `x / 100 * cfrjax.forms.starting_pot(game)`), a number >= 0
+        (target-driven mode; needs `max_iterations`).
+      max_iterations: iteration cap of the target-driven mode (a positive int).
       check_memory: first check the memory plan against the device's free memory
         (`cfrjax.memory.guard`; raises `cfrjax.memory.MemoryPlanError` stating both).
 
     Returns:
       The new state; with `eval_every`, the pair `(state, trace)` where `trace` is a
       `Trace` of `[K]` arrays. In target-driven mode the trace holds only the
-      checkpoints actually run (`trace.iteration` holds the state's iteration counter at
-      each, so `trace.iteration[-1]` is the iteration it stopped at); the returned state is the one at the
-      stopping checkpoint.
+      evaluations actually run (`trace.iteration` holds the state's iteration counter
+      at each, so `trace.iteration[-1]` is the iteration it stopped at); the returned
+      state is the one at the stopping evaluation.
     """
     if check_memory:
         guard(game, state)
@@ -238,21 +319,25 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
     if target_exploitability is not None or max_iterations is not None:
         if iterations is not None:
             raise ValueError("give either iterations or target_exploitability/max_iterations, not both")
-        if target_exploitability is None or max_iterations is None or eval_every is None:
-            raise ValueError("target-driven solving needs eval_every, target_exploitability and max_iterations")
-        if not isinstance(eval_every, int) or eval_every <= 0:
+        if target_exploitability is None or max_iterations is None:
+            raise ValueError("target-driven solving needs target_exploitability and max_iterations")
+        if not isinstance(max_iterations, int) or max_iterations <= 0:
+            raise ValueError(f"max_iterations must be a positive int, got {max_iterations!r}")
+        if eval_every is not None and (not isinstance(eval_every, int) or eval_every <= 0):
             raise ValueError(f"eval_every must be a positive int, got {eval_every!r}")
-        if not isinstance(max_iterations, int) or max_iterations < eval_every:
-            raise ValueError(f"max_iterations must be an int >= eval_every ({eval_every}), got {max_iterations!r}")
-        target = float(target_exploitability)
+        target = _target(target_exploitability)
+        every = min(eval_every or TARGET_EVAL_EVERY, max_iterations)
         with jax.enable_x64(True):  # the evaluation (only) runs in float64
             evaluate_, chunk = xla_options.compile_concurrently(
-                [(_evaluate_jit, (game, state)), (_chunk, (game, state, eval_every))])
-            rows = []
-            for _ in range(max_iterations // eval_every):
-                state = chunk(game, state, eval_every)
+                [(_evaluate_jit, (game, state)), (_chunk, (game, state, every))])
+            rows, done = [], 0
+            for point in target_evaluations(max_iterations, eval_every):
+                while done < point:
+                    size = min(every, point - done)
+                    state = chunk(game, state, every) if size == every else _chunk(game, state, size)
+                    done += size
                 rows.append(jax.device_get((state.iteration, *evaluate_(game, state))))
-                if rows[-1][1] < target:
+                if target_reached(rows[-1][1], target):
                     break
         its, es, vs = (np.asarray(c) for c in zip(*rows))
         return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs), None,
@@ -324,12 +409,16 @@ class SolveChunks:
     `history` (`[iteration, solve seconds, exploitability, value]` per evaluation, the
     resumed checkpoint's included), `resumed_from` (the checkpoint's iteration, or
     `None`), `start`, `points` (the iteration counts it stops at), `memory` (the memory
-    guard's answer: plan and free bytes).
+    guard's answer: plan and free bytes), `target` (or `None`), `reached` (the iteration
+    whose evaluation met the target, or `None`), `evaluations` (with a target: the
+    iteration counts it evaluates at), `origin` (the iteration its target schedule counts
+    from), `eval_s` (this process's evaluation seconds), `trace_s` and `compile_s` (of
+    `compile`).
     """
 
     def __init__(self, game, state: SolverState, iterations: int, *, eval_every: int | None = None,
                  checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-                 extra: dict | None = None, check_memory: bool = True,
+                 extra: dict | None = None, check_memory: bool = True, target: float | None = None,
                  checkpoint_min_interval_s: float = CHECKPOINT_MIN_INTERVAL_S, clock=time.monotonic):
         if not isinstance(iterations, int) or iterations <= 0:
             raise ValueError(f"iterations must be a positive int, got {iterations!r}")
@@ -344,36 +433,60 @@ class SolveChunks:
         self.game, self.iterations = game, iterations
         self.checkpoint = None if checkpoint is None else os.fspath(checkpoint)
         self.extra = dict(extra or {})
-        self.every = eval_every or max(1, iterations // 10)
+        self.target = None if target is None else _target(target)
+        self.every = eval_every or (TARGET_EVAL_EVERY if self.target is not None else max(1, iterations // 10))
         self.checkpoint_every = checkpoint_every
         self.checkpoint_min_interval_s, self._clock = float(checkpoint_min_interval_s), clock
         self._saved_at = None    # the clock at the last write (or at the first chunk)
         self.history: list = []
-        self.solve_s = 0.0
-        self.resumed_from = None
+        self.solve_s = self.eval_s = self.trace_s = self.compile_s = 0.0
+        self.resumed_from = self.reached = None
+        origin = int(state.iteration)   # a target's schedule counts from here (a warm start's iteration)
         if self.checkpoint is not None and os.path.exists(self.checkpoint):
-            state = load_checkpoint(self.checkpoint, game, config=state.config)
             saved = checkpoint_info(self.checkpoint).get("extra") or {}
+            if saved.get("target") is not None and self.target is None:
+                raise ValueError(f"checkpoint {self.checkpoint} is of a solve to the target exploitability "
+                                 f"{saved['target']:.6g}; give a target again to resume it (the same to continue "
+                                 "that run)")
+            origin = int(saved.get("target_origin", 0))
+            state = load_checkpoint(self.checkpoint, game, config=state.config)
             self.history = [list(r) for r in saved.get("history", [])]
             self.solve_s = float(saved.get("solve_s", 0.0))
             self.resumed_from = int(state.iteration)
         self.state = state
         self.memory = guard(game, state) if check_memory else None
         self.start = int(state.iteration)
-        self.points = stop_points(self.start, iterations, self.every, self.checkpoint_every)
+        # the iterations it stops at and those it evaluates at (`None`: multiples of `every`, and the last)
+        self.origin = origin if self.target is not None else 0
+        self.points = [self.origin + p for p in stop_points(self.start - self.origin, iterations - self.origin,
+                                                            self.every, self.checkpoint_every)]
+        self.evaluations = None if self.target is None else {
+            self.origin + p for p in target_evaluations(iterations - self.origin, eval_every)}
+        if self.target is not None:
+            self.extra.update(target=self.target, target_origin=self.origin)
+        last = self.history[-1] if self.history else None
+        if self.target is not None and last and last[0] == self.start and target_reached(last[2], self.target):
+            self.reached, self.points = self.start, []   # resumed at its target: nothing to run
 
     def compile(self) -> float:
         """Compile every executable the run needs (one per chunk size, and the evaluation)
-        ahead of time (`cfrjax.xla_options.jit`'s `compile`: kept programs, or JAX's
-        persistent cache, serve the run); returns the seconds it took."""
+        ahead of time (`cfrjax.xla_options.jit`'s `prepare`: kept programs, or JAX's
+        persistent cache, serve the run); returns the seconds it took, and keeps them
+        apart: `trace_s` (tracing and lowering, or finding a kept program), `compile_s`
+        (XLA's compile, or reading its persistent cache)."""
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
         state = drop_idle_locks(self.state)[0]   # as `solve` calls it
-        for size in sizes:
-            _solve.compile(self.game, state, size, None)
+        gets = [_chunk.prepare(self.game, state, size) if self.target is not None else
+                _solve.prepare(self.game, state, size, None) for size in sizes]
         with jax.enable_x64(True):
-            _evaluate_jit.compile(self.game, self.state)
-        return time.perf_counter() - t0
+            get_evaluate = _evaluate_jit.prepare(self.game, self.state)
+            t1 = time.perf_counter()
+            for get in gets + [get_evaluate]:
+                get()
+        t2 = time.perf_counter()
+        self.trace_s, self.compile_s = t1 - t0, t2 - t1
+        return t2 - t0
 
     def save(self) -> None:
         """Write the checkpoint (state, history, solve seconds, `extra`) now."""
@@ -384,46 +497,63 @@ class SolveChunks:
         self._saved_at = self._clock()
 
     def _due(self, point: int, evaluated: bool) -> bool:
-        """Whether to write the checkpoint after `point`: at the end; every
-        `checkpoint_every` iterations if given; else at an evaluation at least
-        `checkpoint_min_interval_s` after the last write (or the run's first chunk)."""
+        """Whether to write the checkpoint after `point`: at the end or where the target is
+        met; every `checkpoint_every` iterations (from the target's origin) if given; else
+        at an evaluation at least `checkpoint_min_interval_s` after the last write (or the
+        run's first chunk)."""
         if self.checkpoint is None:
             return False
-        if point == self.iterations:
+        if point == self.iterations or self.reached is not None:
             return True
         if self.checkpoint_every is not None:
-            return point % self.checkpoint_every == 0
+            return (point - self.origin) % self.checkpoint_every == 0
         return evaluated and self._clock() - self._saved_at >= self.checkpoint_min_interval_s
 
     def evaluate(self) -> tuple[float, float]:
         """`(exploitability, value)` of the current average policy, in float64 (`evaluate`;
         recorded in `history`)."""
+        t0 = time.perf_counter()
         e, v = evaluate(self.game, self.state)
         e, v = float(e), float(v)
+        self.eval_s += time.perf_counter() - t0
         if not self.history or self.history[-1][0] != int(self.state.iteration):
             self.history.append([int(self.state.iteration), self.solve_s, e, v])
         return e, v
+
+    def _run(self, iterations: int) -> SolverState:
+        """`iterations` more from `state`: `solve`'s executable, or with a target the
+        chunk executable of `solve`'s target mode (the same program as the Python API's)."""
+        if self.target is None:
+            return solve(self.game, self.state, iterations, check_memory=False)
+        state, locks = drop_idle_locks(self.state)
+        return restore_locks(_chunk(self.game, state, iterations), locks)
 
     def __iter__(self):
         done = self.start
         self._saved_at = self._clock() if self._saved_at is None else self._saved_at
         for point in self.points:
             t0 = time.perf_counter()
-            self.state = jax.block_until_ready(solve(self.game, self.state, point - done, check_memory=False))
+            self.state = jax.block_until_ready(self._run(point - done))
             self.solve_s += time.perf_counter() - t0
             done = point
             e = v = None
-            if point % self.every == 0 or point == self.iterations:
+            evaluated = point in self.evaluations if self.evaluations is not None else (
+                point % self.every == 0 or point == self.iterations)
+            if evaluated:
                 e, v = self.evaluate()
+                if self.target is not None and target_reached(e, self.target):
+                    self.reached = point
             saved = self._due(point, e is not None)
             if saved:
                 self.save()
             yield Chunk(self.state, point, self.solve_s, e, v, saved)
+            if self.reached is not None:
+                return
 
 
 def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int | None = None,
                  checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
-                 extra: dict | None = None, check_memory: bool = True,
+                 extra: dict | None = None, check_memory: bool = True, target: float | None = None,
                  checkpoint_min_interval_s: float = CHECKPOINT_MIN_INTERVAL_S, clock=time.monotonic) -> SolveChunks:
     """A solve up to `iterations` in all, run chunk by chunk: evaluated, checkpointed, resumable.
 
@@ -449,6 +579,14 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
       clock: the time in seconds for that interval (default `time.monotonic`).
       extra: JSON-able data stored in the checkpoint beside the history.
       check_memory: check the memory plan first (`cfrjax.memory.guard`).
+      target: stop at the first evaluation at or below this exploitability (the game's
+        unit, a number >= 0; `target_reached`, the rule of `solve`'s target mode), with
+        `iterations` the cap; evaluations every `eval_every`, else on
+        `target_evaluations`' schedule (chunks of `TARGET_EVAL_EVERY`), the checkpoint
+        saved at each by default; chunks and schedule count from `state`'s iteration
+        (a warm start's), as `solve`'s target mode. The checkpoint keeps the target: resuming one written with a
+        target needs a target again, and a run resumed at an evaluation that meets it
+        runs nothing (`reached` is its iteration, `points` empty).
 
     Returns:
       A `SolveChunks`: iterate it to run; each step yields a `Chunk`. Between chunks
@@ -457,5 +595,5 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
       of the same total bit for bit.
     """
     return SolveChunks(game, state, iterations, eval_every=eval_every, checkpoint=checkpoint,
-                       checkpoint_every=checkpoint_every, extra=extra, check_memory=check_memory,
+                       checkpoint_every=checkpoint_every, extra=extra, check_memory=check_memory, target=target,
                        checkpoint_min_interval_s=checkpoint_min_interval_s, clock=clock)

@@ -54,6 +54,7 @@ import numpy as np
 
 from cfrjax import batch as _batch, shard as _shard
 from cfrjax.atomic import atomic_write
+from cfrjax.driver import TARGET_EVAL_EVERY, _target, target_chips, target_evaluations, target_reached
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE
 from cfrjax.state import ARRAY_FIELDS
 
@@ -274,8 +275,9 @@ def _local_rows(x) -> np.ndarray:
     return np.concatenate([np.asarray(s.data) for s in shards])
 
 
-def _write_shard(path, rows, state_leaves, game_leaves, meta):
-    arrays = {"rows": np.asarray(rows, np.int64), "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8)}
+def _write_shard(path, rows, state_leaves, game_leaves, meta, extra=None):
+    arrays = {"rows": np.asarray(rows, np.int64), "meta": np.frombuffer(json.dumps(meta).encode(), np.uint8),
+              **(extra or {})}
     arrays.update({f"state.{k}": v for k, v in state_leaves.items()})
     arrays.update({f"game.{k}": v for k, v in game_leaves.items()})
 
@@ -294,12 +296,12 @@ def _read_npz(path) -> tuple[dict, dict]:
 
 
 _SAME_RUN = ("game", "fingerprint", "form", "batch", "seed", "rule", "order", "averaging", "dtype",
-             "num_processes", "process_id", "rows_lo", "rows_hi")
+             "num_processes", "process_id", "rows_lo", "rows_hi", "target")
 
 
 def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
                  averaging: str = "linear", dtype: str = "float32", chunk: int | None = None, mesh=None,
-                 meta: dict | None = None, resume: bool = True, on_chunk=None) -> dict:
+                 meta: dict | None = None, resume: bool = True, on_chunk=None, target: float | None = None) -> dict:
     """Solve this process's rows of the batched game `games` (every process passes the
     whole batch, e.g. `random_batch`; leading batch `B`, a multiple of the number of
     devices) and write them to `shard_path(out_dir, process, count)` after every chunk.
@@ -310,11 +312,20 @@ def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RU
       out_dir: output directory (created; may be shared by the hosts or not).
       rule, order, averaging, dtype: the solver configuration (`cfrjax.init`).
       chunk: iterations between two writes of the shard (default: a tenth of
-        `iterations`, rounded up); each distinct chunk length compiles once.
+        `iterations`, rounded up); each distinct chunk length compiles once. With a
+        `target`: the evaluation cadence (default: `cfrjax.driver.target_evaluations`'
+        schedule, chunks of `TARGET_EVAL_EVERY`), the shard written at each evaluation.
       mesh: a one-axis mesh over every process's devices (default `shard.batch_mesh()`).
       meta: extra JSON-able fields recorded in the shard's `meta`.
       resume: continue from an existing shard file of the same run (else start over).
       on_chunk: called as `on_chunk(iteration)` after each chunk is written.
+      target: stop each subgame at its first evaluation at or below this exploitability
+        (the game's unit; `cfrjax.driver.target_reached`), `iterations` the cap. A
+        stopped subgame's state is kept bit for bit from then on (`batch.keep_stopped`;
+        its `state.iteration` is where it stopped), the shard records `target.stopped`
+        and `target.exploitability` (`[rows]`, at each row's last evaluation), and a
+        single process ends once all its rows stopped (several processes run to the cap,
+        each chunk a program of all). A resumed run keeps the target it was started with.
 
     Returns:
       A summary dict (path, rows, iterations, devices, timings).
@@ -325,7 +336,9 @@ def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RU
     """
     if not isinstance(iterations, int) or iterations <= 0:
         raise ValueError(f"iterations must be a positive int, got {iterations!r}")
-    chunk = -(-iterations // 10) if chunk is None else chunk
+    target = None if target is None else _target(target)
+    evaluations = None if target is None else set(target_evaluations(iterations, chunk))
+    chunk = (TARGET_EVAL_EVERY if target is not None else -(-iterations // 10)) if chunk is None else chunk
     if not isinstance(chunk, int) or chunk <= 0:
         raise ValueError(f"chunk must be a positive int, got {chunk!r}")
     mesh = _shard.batch_mesh() if mesh is None else mesh
@@ -340,6 +353,7 @@ def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RU
     game_leaves = {f: np.asarray(getattr(games, f))[lo:hi] for f in fields}
     local_games = dataclasses.replace(games, **{f: jnp.asarray(v) for f, v in game_leaves.items()})
     states = _batch.init_batch(games, hi - lo, rule=rule, order=order, averaging=averaging, dtype=dtype)
+    stopped, expl = np.zeros(hi - lo, bool), np.full(hi - lo, np.inf)   # target: rows stopped, last evaluations
     from cfrjax.forms import form_name
 
     labels = getattr(games, "labels", None)
@@ -347,7 +361,7 @@ def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RU
                 form=form_name(games), batch=B, rule=rule, order=order, averaging=averaging, dtype=dtype,
                 num_processes=n, process_id=pid, rows_lo=lo, rows_hi=hi, iterations_asked=iterations,
                 devices=len(local_devices), device_kind=str(local_devices[0].device_kind) if local_devices else None,
-                mesh_devices=int(mesh.devices.size), chunk=chunk)
+                mesh_devices=int(mesh.devices.size), chunk=chunk, target=None if target is None else float(target))
     info.setdefault("seed", None)
     os.makedirs(out_dir, exist_ok=True)
     path = shard_path(out_dir, pid, n)
@@ -360,31 +374,49 @@ def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RU
                              "another output directory")
         states = dataclasses.replace(states, **{k: jnp.asarray(arrays[f"state.{k}"]) for k in _STATE_FIELDS})
         done = resumed_from = int(old["iterations_done"])
+        if target is not None:
+            stopped, expl = arrays.get("target.stopped", stopped), arrays.get("target.exploitability", expl)
     gs, ss = _shard.place(local_games, states, mesh, process_local=True)
-    first_s, solve_s, timed_iters, t_start = None, 0.0, 0, time.perf_counter()
-    while done < iterations:
+    rows_sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(mesh.axis_names[0]))
+    first_s, solve_s, eval_s, timed_iters, t_start = None, 0.0, 0.0, 0, time.perf_counter()
+    ran = 0   # iterations since the last write
+    while done < iterations and not (target is not None and n == 1 and stopped.all()):
         k = min(chunk, iterations - done)
-        t0 = time.perf_counter()
-        ss = _shard.solve_sharded(gs, ss, k, mesh=mesh)
+        t0 = time.perf_counter() if ran == 0 else t0
+        new = _shard.solve_sharded(gs, ss, k, mesh=mesh)
+        if stopped.any():   # rows at their target keep their state, bit for bit
+            new = _batch.keep_stopped(jax.make_array_from_process_local_data(rows_sharding, stopped), ss, new)
+        ss, done, ran = new, done + k, ran + k
+        if evaluations is not None and done not in evaluations:
+            continue   # a target's chunks between two evaluations: the shard is written at evaluations
         leaves = {f: _local_rows(getattr(ss, f)) for f in _STATE_FIELDS}  # waits for the chunk
         dt_chunk = time.perf_counter() - t0
         if first_s is None:
             first_s = dt_chunk  # includes compiling
         else:
             solve_s += dt_chunk
-            timed_iters += k
-        done += k
+            timed_iters += ran
+        ran, extra = 0, {}
+        if target is not None:
+            t1 = time.perf_counter()
+            e = _local_rows(_batch.evaluate_batch(gs, ss)[0])
+            eval_s += time.perf_counter() - t1
+            expl = np.where(stopped, expl, e)
+            stopped = stopped | target_reached(e, target)
+            extra = {"target.stopped": stopped, "target.exploitability": expl}
         _write_shard(path, range(lo, hi), leaves, game_leaves,
                      dict(info, iterations_done=done, resumed_from=resumed_from, first_chunk_s=first_s,
-                          solve_s=solve_s, timed_iterations=timed_iters))
+                          solve_s=solve_s, eval_s=eval_s, timed_iterations=timed_iters), extra)
         if on_chunk is not None:
             on_chunk(done)
         if n > 1 and done < iterations:
             _check_peers(n, pid, done, iterations, path)
     if n > 1:
         _wait_for_peers(n, pid, done, path)
+    if target is not None:
+        info.update(stopped=int(stopped.sum()), exploitability_max=float(expl.max()) if expl.size else None)
     return dict(info, path=path, rows=[lo, hi], iterations_done=done, resumed_from=resumed_from,
-                first_chunk_s=first_s, solve_s=solve_s, timed_iterations=timed_iters,
+                first_chunk_s=first_s, solve_s=solve_s, eval_s=eval_s, timed_iterations=timed_iters,
                 ms_per_iter=(1e3 * solve_s / timed_iters) if timed_iters else None,
                 wall_s=time.perf_counter() - t_start)
 
@@ -486,14 +518,17 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
                        dtype: str = "float32", chunk: int | None = None, cluster: Cluster | None = None,
                        initialization_timeout: int = INITIALIZATION_TIMEOUT,
                        heartbeat_timeout: int = HEARTBEAT_TIMEOUT, resume: bool = True, on_chunk=None,
-                       on_ready=None) -> dict:
+                       on_ready=None, target: float | str | None = None) -> dict:
     """Start the distributed runtime (`cluster`, default `cluster_config()`), load `game`
     (anything `cfrjax.load_game` takes: a shipped spec name, a `.toml`, ...), build
-    `random_batch(game, batch, seed)` and solve this process's rows with `solve_shards`.
+    `random_batch(game, batch, seed)` and solve this process's rows with `solve_shards`
+    (`target`: an exploitability, or `"x%"` of the spot's starting pot, as `cfrjax solve
+    --target`).
     `on_ready(summary)` is called once the game is built and the rows are known. Returns
     `solve_shards`'s summary. What `cfrjax solve-batch` runs, on every process."""
     cluster = cluster_config() if cluster is None else cluster
     initialize(cluster, initialization_timeout=initialization_timeout, heartbeat_timeout=heartbeat_timeout)
+    from cfrjax.forms import starting_pot
     from cfrjax.load import load_game
 
     source = game if isinstance(game, str) else getattr(game, "name", "game")
@@ -511,5 +546,6 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
                       rows=[lo, hi], local_devices=len(jax.local_devices()), devices=int(mesh.devices.size)))
     out = solve_shards(games, iterations, out_dir, rule=rule, order=order, averaging=averaging, dtype=dtype,
                        chunk=chunk, mesh=mesh, meta=dict(source=source, seed=seed, build_s=build_s),
+                       target=None if target is None else target_chips(str(target), starting_pot(g), g.name),
                        resume=resume, on_chunk=on_chunk)
     return dict(out, build_s=build_s, cluster_source=cluster.source, coordinator=cluster.coordinator)

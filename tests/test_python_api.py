@@ -165,7 +165,7 @@ def test_evaluate_batch_equals_a_loop_of_evaluations():
     loop = np.array([cfrjax.evaluate(singles[b], jax.tree.map(lambda x: x[b], states)) for b in range(B)])
     np.testing.assert_allclose(expl, loop[:, 0], rtol=1e-12, atol=0)
     np.testing.assert_allclose(value, loop[:, 1], rtol=1e-12, atol=0)
-    assert np.all(expl > 0) and len(set(np.round(expl, 9))) == B    # B different subgames and policies
+    assert np.all(expl > 0) and len(set(np.round(np.asarray(expl), 9))) == B    # B different subgames and policies
     e2, v2 = jax.vmap(cfrjax.evaluate, (axes, 0))(games, states)     # `evaluate` itself maps over a batch
     np.testing.assert_allclose(np.asarray(e2), expl, rtol=1e-12, atol=0)
     np.testing.assert_allclose(np.asarray(v2), value, rtol=1e-12, atol=0)

@@ -155,8 +155,8 @@ def test_target_driven_solve(kuhn):
     state = cfrjax.init(kuhn, rule="cfr+", order="alternating", dtype="float64")
     fixed, full = cfrjax.solve(kuhn, state, 1000, eval_every=50)
     eps = 1e-3
-    first = int(np.argmax(np.asarray(full.exploitability) < eps))
-    assert float(full.exploitability[first]) < eps and first > 0
+    first = int(np.argmax(np.asarray(full.exploitability) <= eps))
+    assert float(full.exploitability[first]) <= eps and first > 0
     out, trace = cfrjax.solve(kuhn, state, eval_every=50, target_exploitability=eps, max_iterations=1000)
     np.testing.assert_array_equal(np.asarray(trace.iteration), np.asarray(full.iteration)[:first + 1])
     np.testing.assert_allclose(trace.exploitability, full.exploitability[:first + 1], rtol=1e-12)
@@ -164,17 +164,19 @@ def test_target_driven_solve(kuhn):
     chex.assert_trees_all_equal(out, cfrjax.solve(kuhn, state, 50 * (first + 1)))
     # The target is a traced argument: the cases below reuse the executable of the run above
     # (same eval_every, same number of chunks); on a CPU compiling dominates.
-    # Unreachable target: runs to the cap (rounded down to a chunk multiple).
+    # Unreachable target: runs to the cap, evaluated there too (a last chunk of 49).
     out, trace = cfrjax.solve(kuhn, state, eval_every=50, target_exploitability=0.0, max_iterations=1049)
-    np.testing.assert_array_equal(np.asarray(trace.iteration), np.arange(50, 1001, 50))
-    assert int(out.iteration) == 1000
+    np.testing.assert_array_equal(np.asarray(trace.iteration), list(range(50, 1001, 50)) + [1049])
+    assert int(out.iteration) == 1049
     # Already below target at the first checkpoint.
     out, trace = cfrjax.solve(kuhn, state, eval_every=50, target_exploitability=1.0, max_iterations=1000)
     assert list(np.asarray(trace.iteration)) == [50]
     with pytest.raises(ValueError):
         cfrjax.solve(kuhn, state, 10, target_exploitability=1e-3, max_iterations=100, eval_every=10)
     with pytest.raises(ValueError):
-        cfrjax.solve(kuhn, state, target_exploitability=1e-3, max_iterations=100)
+        cfrjax.solve(kuhn, state, target_exploitability=1e-3)
+    with pytest.raises(ValueError, match="-1"):
+        cfrjax.solve(kuhn, state, target_exploitability=-1, max_iterations=100)
 
 
 def _postflop_params(s):
