@@ -12,90 +12,70 @@ which a command that needs neither (`cfrjax games`) does not pay.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
+import pathlib
+import sys
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-#: Public name -> where it is defined: "module:attribute", or "module" for a submodule.
-_API = {
-    "batch": "cfrjax.batch",
-    "datagen": "cfrjax.datagen",
-    "memory": "cfrjax.memory",
-    "multihost": "cfrjax.multihost",
-    "policy": "cfrjax.policy",
-    "profile": "cfrjax.profile",
-    "shard": "cfrjax.shard",
-    "batch_axes": "cfrjax.batch:batch_axes",
-    "evaluate_batch": "cfrjax.batch:evaluate_batch",
-    "solve_batch": "cfrjax.batch:solve_batch",
-    "best_response_value": "cfrjax.best_response:best_response_value",
-    "best_response_values": "cfrjax.best_response:best_response_values",
-    "exploitability": "cfrjax.best_response:exploitability",
-    "expected_value": "cfrjax.best_response:expected_value",
-    "expected_values": "cfrjax.best_response:expected_values",
-    "CertificateError": "cfrjax.certificate:CertificateError",
-    "value_certificate": "cfrjax.certificate:value_certificate",
-    "CheckpointError": "cfrjax.checkpoint:CheckpointError",
-    "checkpoint_info": "cfrjax.checkpoint:checkpoint_info",
-    "load_checkpoint": "cfrjax.checkpoint:load_checkpoint",
-    "save_checkpoint": "cfrjax.checkpoint:save_checkpoint",
-    "compile_game": "cfrjax.compile:compile_game",
-    "enable_compile_cache": "cfrjax.compile_cache:enable_compile_cache",
-    "Chunk": "cfrjax.driver:Chunk",
-    "SolveChunks": "cfrjax.driver:SolveChunks",
-    "Trace": "cfrjax.driver:Trace",
-    "evaluate": "cfrjax.driver:evaluate",
-    "evaluate_values": "cfrjax.driver:evaluate_values",
-    "solve": "cfrjax.driver:solve",
-    "solve_chunks": "cfrjax.driver:solve_chunks",
-    "form_name": "cfrjax.forms:form_name",
-    "form_of": "cfrjax.forms:form_of",
-    "CompiledGame": "cfrjax.game:CompiledGame",
-    "GameLabels": "cfrjax.game:GameLabels",
-    "save_game": "cfrjax.game:save_game",
-    "step": "cfrjax.iteration:step",
-    "load_game": "cfrjax.load:load_game",
-    "lock": "cfrjax.locking:lock",
-    "unlock": "cfrjax.locking:unlock",
-    "solve_batch_to_dir": "cfrjax.multihost:solve_batch_to_dir",
-    "average_policy": "cfrjax.policy:average_policy",
-    "current_policy": "cfrjax.policy:current_policy",
-    "uniform_policy": "cfrjax.policy:uniform_policy",
-    "LeafFunction": "cfrjax.public.depth:LeafFunction",
-    "completed_policy": "cfrjax.public.depth:completed_policy",
-    "exact_leaf": "cfrjax.public.depth:exact_leaf",
-    "exact_leaf_policy": "cfrjax.public.depth:exact_leaf_policy",
-    "showdown_leaf": "cfrjax.public.depth:showdown_leaf",
-    "PublicGame": "cfrjax.public.game:PublicGame",
-    "NodeReport": "cfrjax.public.report:NodeReport",
-    "load_report": "cfrjax.public.report:load_report",
-    "node_report": "cfrjax.public.report:node_report",
-    "reset": "cfrjax.retarget:reset",
-    "set_payoffs": "cfrjax.retarget:set_payoffs",
-    "set_root_chance": "cfrjax.retarget:set_root_chance",
-    "Config": "cfrjax.rules:Config",
-    "solve_sharded": "cfrjax.shard:solve_sharded",
-    "GameSpec": "cfrjax.spec:GameSpec",
-    "SpecError": "cfrjax.spec:SpecError",
-    "SolverState": "cfrjax.state:SolverState",
-    "init": "cfrjax.state:init",
-    "load_policy": "cfrjax.strategy:load_policy",
-    "save_policy": "cfrjax.strategy:save_policy",
-    "strategy_table": "cfrjax.strategy:strategy_table",
-    "warm_start": "cfrjax.warm:warm_start",
-    "read_efg": "cfrjax.games.efg_file:read_efg",
-    "write_efg": "cfrjax.games.efg_file:write_efg",
-    "from_openspiel_policy": "cfrjax.games.openspiel:from_openspiel_policy",
-    "spec_from_openspiel": "cfrjax.games.openspiel:spec_from_openspiel",
-    "to_openspiel_policy": "cfrjax.games.openspiel:to_openspiel_policy",
-    "poker": "cfrjax.games.poker",
-    "PokerSubgameSpec": "cfrjax.games.poker.config:PokerSubgameSpec",
-    "root_ranges": "cfrjax.games.poker.deals:root_ranges",
-    "set_root_ranges": "cfrjax.games.poker.deals:set_root_ranges",
-    "parse_range": "cfrjax.games.poker.ranges:parse_range",
-    "depth_limited": "cfrjax.games.poker.depth:depth_limited",
-}
+#: The public API: these imports are what static tools (type checkers, the API reference)
+#: read; at run time `_API` is made from them and `__getattr__` imports each name on first use.
+if TYPE_CHECKING:
+    from cfrjax import batch
+    from cfrjax import datagen
+    from cfrjax import memory
+    from cfrjax import multihost
+    from cfrjax import policy
+    from cfrjax import profile
+    from cfrjax import shard
+    from cfrjax.games import poker
+    from cfrjax.batch import batch_axes, evaluate_batch, solve_batch
+    from cfrjax.best_response import (best_response_value, best_response_values, exploitability,
+        expected_value, expected_values)
+    from cfrjax.certificate import CertificateError, value_certificate
+    from cfrjax.checkpoint import CheckpointError, checkpoint_info, load_checkpoint, save_checkpoint
+    from cfrjax.compile import compile_game
+    from cfrjax.compile_cache import enable_compile_cache
+    from cfrjax.driver import Chunk, SolveChunks, Trace, evaluate, evaluate_values, solve, solve_chunks
+    from cfrjax.forms import form_name, form_of
+    from cfrjax.game import CompiledGame, GameLabels, save_game
+    from cfrjax.iteration import step
+    from cfrjax.load import load_game
+    from cfrjax.locking import lock, unlock
+    from cfrjax.multihost import solve_batch_to_dir
+    from cfrjax.policy import average_policy, current_policy, uniform_policy
+    from cfrjax.public.depth import (LeafFunction, completed_policy, exact_leaf, exact_leaf_policy,
+        showdown_leaf)
+    from cfrjax.public.game import PublicGame
+    from cfrjax.public.report import NodeReport, load_report, node_report
+    from cfrjax.retarget import reset, set_payoffs, set_root_chance
+    from cfrjax.rules import Config
+    from cfrjax.shard import solve_sharded
+    from cfrjax.spec import GameSpec, SpecError
+    from cfrjax.state import SolverState, init
+    from cfrjax.strategy import load_policy, save_policy, strategy_table
+    from cfrjax.warm import warm_start
+    from cfrjax.games.efg_file import read_efg, write_efg
+    from cfrjax.games.openspiel import from_openspiel_policy, spec_from_openspiel, to_openspiel_policy
+    from cfrjax.games.poker.config import PokerSubgameSpec
+    from cfrjax.games.poker.deals import root_ranges, set_root_ranges
+    from cfrjax.games.poker.ranges import parse_range
+    from cfrjax.games.poker.depth import depth_limited
+
+
+def _api_from_imports() -> dict:
+    """Public name -> `(module, attribute)`, from the `if TYPE_CHECKING:` imports above
+    (this file's source, parsed: one list of the API, read by tools and at run time)."""
+    tree = ast.parse(pathlib.Path(__file__).read_text())
+    block = next(node for node in tree.body if isinstance(node, ast.If) and getattr(node.test, "id", None) ==
+                 "TYPE_CHECKING")
+    return {alias.asname or alias.name: (node.module, alias.name) for node in block.body for alias in node.names}
+
+
+_API = _api_from_imports()
 
 __all__ = sorted(_API)
 
@@ -103,15 +83,15 @@ __all__ = sorted(_API)
 def __getattr__(name: str):
     """A public name, imported from its module on first use (then kept here), or any
     submodule (`cfrjax.forms`) by its name."""
-    target = _API.get(name)
-    if target is None:
+    if name not in _API:
         if name.startswith("__") or importlib.util.find_spec(f"{__name__}.{name}") is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         return importlib.import_module(f"{__name__}.{name}")
-    module, _, attribute = target.partition(":")
-    value = importlib.import_module(module)
-    if attribute:
-        value = getattr(value, attribute)
+    module, attribute = _API[name]
+    parent = importlib.import_module(module)
+    value = None if parent is sys.modules[__name__] else parent.__dict__.get(attribute)
+    if value is None:   # a submodule (`from cfrjax import batch`, `from cfrjax.games import poker`)
+        value = importlib.import_module(f"{module}.{attribute}")
     globals()[name] = value
     return value
 

@@ -8,6 +8,8 @@ import dataclasses
 import glob
 import inspect
 import os
+import subprocess
+import sys
 from contextlib import nullcontext
 
 import jax
@@ -169,3 +171,16 @@ def test_evaluate_batch_equals_a_loop_of_evaluations():
     e2, v2 = jax.vmap(cfrjax.evaluate, (axes, 0))(games, states)     # `evaluate` itself maps over a batch
     np.testing.assert_allclose(np.asarray(e2), expl, rtol=1e-12, atol=0)
     np.testing.assert_allclose(np.asarray(v2), value, rtol=1e-12, atol=0)
+
+
+def test_every_public_name_imports_from_its_module():
+    """`import cfrjax` is lazy (`cfrjax.__getattr__`): every name of `__all__` resolves to
+    the object its module defines, in a fresh process that had not imported JAX before."""
+    code = ("import sys, importlib, cfrjax; assert 'jax' not in sys.modules; "
+            "bad = [n for n in cfrjax.__all__ if getattr(cfrjax, n) is not (importlib.import_module("
+            "cfrjax._API[n][0] + '.' + cfrjax._API[n][1]) if cfrjax._API[n][0] in ('cfrjax', 'cfrjax.games') else "
+            "getattr(importlib.import_module(cfrjax._API[n][0]), cfrjax._API[n][1]))]; print(len(cfrjax.__all__), bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    count, bad = out.stdout.split(" ", 1)
+    assert int(count) > 40 and bad.strip() == "[]", out.stdout
