@@ -171,9 +171,13 @@ class CompiledGame:
         return (self.num_slots,)
 
     def infoset_index(self, key):
-        """The `slice` of an information set's slots in `[S]` arrays; `KeyError` if unknown."""
+        """The `slice` of an information set's slots in `[S]` arrays; `KeyError` if unknown.
+        A poker key may name its hand in either card order (`canonical_key`)."""
+        from cfrjax.games.poker.cards import canonical_key
+
+        slots = self.infoset_slots()
         try:
-            return self.infoset_slots()[key]
+            return slots[key] if key in slots else slots[canonical_key(str(key))]
         except KeyError:
             raise KeyError(f"{self.name}: no information set {key!r}") from None
 

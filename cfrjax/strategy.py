@@ -13,7 +13,9 @@ numbered information set by information set in `game.labels` order. Here it beco
 
 `load_policy` matches by information-set and action names, so a policy saved from one
 compilation of a game loads into another compilation of the same game (e.g. the other
-`chance` mode); names that do not match are an error.
+`chance` mode); names that do not match are an error. Poker hands in names are read in
+either card order (`cfrjax.games.poker.canonical_key`), so files written before hands
+printed high card first (`"P1|KsAs|k"`, now `"P1|AsKs|k"`) keep loading.
 """
 
 from __future__ import annotations
@@ -162,13 +164,28 @@ def is_policy_file(path: str | os.PathLike) -> bool:
         return False
 
 
+def _printed_names(head: dict) -> dict:
+    """A file's names as printed now: poker hands high card first (`canonical_key`),
+    whichever order the file was written in."""
+    from cfrjax.games.poker.cards import canonical_hand, canonical_key
+
+    if "hand_names" in head:
+        head["hand_names"] = [canonical_hand(h, strict=False) for h in head["hand_names"]]
+    for field in ("infoset_keys", "infosets"):
+        names = head.get(field)
+        if isinstance(names, (list, dict)) and any(canonical_key(str(k)) != k for k in names):
+            head[field] = [canonical_key(str(k)) for k in names] if isinstance(names, list) else {
+                canonical_key(str(k)): v for k, v in names.items()}
+    return head
+
+
 def _read_npz(path: str) -> tuple[dict, np.ndarray]:
     with np.load(path, allow_pickle=False) as z:
         head = json.loads(z["meta"].tobytes().decode())
         p = z["policy"]
     if head.get("format") != FORMAT:
         raise ValueError(f"format {head.get('format')!r}")
-    return head, p
+    return _printed_names(head), p
 
 
 def read_policy_file(path: str | os.PathLike) -> dict:
@@ -192,7 +209,7 @@ def read_policy_file(path: str | os.PathLike) -> dict:
             doc = json.load(f)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("infosets"), dict):
             raise ValueError(f"format {doc.get('format') if isinstance(doc, dict) else None!r}")
-        return doc
+        return _printed_names(doc)
     except (OSError, ValueError, KeyError, TypeError, EOFError, IndexError) as e:
         raise ValueError(f"{path}: not a readable cfrjax policy file ({e}; expected {FORMAT!r} .json or .npz "
                          "written by save_policy / cfrjax solve --save-policy)") from None
