@@ -160,7 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--sort", choices=SHOW_SORTS, default="equity",
                     help="row order, largest first (hand: hand-list order); default equity")
     sh.add_argument("--all", action="store_true", help="list (and write to --csv) every live hand, also those the "
-                                                     "player does not bring here (weight 0; their EV is counterfactual)")
+                                                     "player does not bring here (weight 0; counterfactual EV)")
     sh.add_argument("--csv", default=None, metavar="FILE",
                     help="write the rows of the listed player's range (every live hand with --all), both players' "
                          "columns: " + ", ".join(CSV_FIELDS) + ", then one column per action (the acting player's "

@@ -25,8 +25,12 @@ def compile_arrays(spec: GameSpec, chance: str = "folded") -> tuple[dict, dict, 
     n = spec.num_nodes
     num_inf = spec.num_infosets
 
-    # Slots: information sets by (owner, key); offsets by prefix sum.
-    iset_order = sorted(range(num_inf), key=lambda i: (int(spec.infoset_player[i]), spec.infoset_keys[i]))
+    # Slots: information sets by (owner, key); offsets by prefix sum. Poker keys (a "hand"
+    # key field) by their hand's former name, low card first: the layout stays as it was.
+    order = str
+    if "hand" in (spec.source or {}).get("key_fields", ()):
+        from cfrjax.games.poker.cards import layout_key as order
+    iset_order = sorted(range(num_inf), key=lambda i: (int(spec.infoset_player[i]), order(spec.infoset_keys[i])))
     iset_new = np.empty(num_inf, np.int64)
     iset_new[np.array(iset_order, np.int64)] = np.arange(num_inf)
     num_act = spec.infoset_num_actions[np.array(iset_order, np.int64)] if num_inf else np.zeros(0, np.int64)

@@ -179,6 +179,7 @@ def test_behind_builds_the_same_game_as_stack(tmp_path):
     a, b = load_poker_config(shipped, random_hands=12), load_poker_config(other, random_hands=12)
     assert a == b and hash(a) == hash(b) and (a.stack, b.stack, a.effective_stack, b.effective_stack) == (100, 100,
                                                                                                            90, 90)
+    assert load_poker_config(shipped, random_hands=12, behind=90) == a          # an override replaces stack
     ta, tb = cfrjax.compile_game(build_spec(a)), cfrjax.compile_game(build_spec(b))
     assert ta.labels.fingerprint == tb.labels.fingerprint and ta.labels.infoset_keys == tb.labels.infoset_keys
     np.testing.assert_array_equal(np.asarray(ta.payoff), np.asarray(tb.payoff))

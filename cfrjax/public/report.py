@@ -294,7 +294,7 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     strategy = np.asarray(policy[sl], np.float64).T.copy()                               # [H, A]
     strategy[~labels.live_hands(i)] = np.nan
     poker = dict(labels.source.get("poker", {}))
-    meta = {"fingerprint": labels.fingerprint, **{k: poker[k] for k in ("board", "pot", "stack", "street")
+    meta = {"fingerprint": labels.fingerprint, **{k: poker[k] for k in ("board", "pot", "behind", "stack", "street")
                                                     if k in poker}}
     return NodeReport(game=game.name, node=str(node), player=int(labels.node_player[i]),
                       actions=tuple(str(a) for a in labels.action_names[i]), hands=tuple(labels.hand_names),

@@ -67,6 +67,8 @@ def _hand_name(a: int, b: int) -> str:
 #: `COMBO_NAMES[3] == "3s2s"`, `COMBO_NAMES[-1] == "AdAc"`.
 COMBO_NAMES: tuple[str, ...] = tuple(_hand_name(int(a), int(b)) for a, b in COMBOS)
 _NAME_INDEX = {name: i for i, name in enumerate(COMBO_NAMES)}
+#: Printed name -> the name low card id first, as cfrjax printed hands before (`layout_key`).
+_LOW_FIRST = {name: CARD_NAMES[a] + CARD_NAMES[b] for name, (a, b) in zip(COMBO_NAMES, COMBOS)}
 
 
 def card_id(name: str) -> int:
@@ -172,6 +174,15 @@ def canonical_key(key: str) -> str:
     if len(key) < 8 or key[0] != "P" or key[2] != "|" or key[7] != "|" or key[3:7] in _NAME_INDEX:
         return key
     return key[:3] + canonical_hand(key[3:7], strict=False) + key[7:]
+
+
+def layout_key(key: str) -> str:
+    """The string the tabular form orders a poker key's slots by: the key with its hand
+    low card id first ("P1|AsKs|k" -> "P1|KsAs|k"), the names cfrjax printed before hands
+    printed high card first. Ordering by it keeps every compiled tabular poker game, its
+    fingerprint, checkpoints and recorded runs exactly as they were. Other keys unchanged."""
+    low = _LOW_FIRST.get(key[3:7]) if len(key) >= 8 and key[0] == "P" and key[2] == "|" and key[7] == "|" else None
+    return key if low is None else key[:3] + low + key[7:]
 
 
 def parse_combo(text: str) -> int:

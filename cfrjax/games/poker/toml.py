@@ -109,7 +109,8 @@ def load_poker_config(path: str | os.PathLike, **overrides) -> PokerSubgameSpec:
     """Read a poker subgame TOML file into a `PokerSubgameSpec`.
 
     `overrides` replace keys wherever the file has them (top level or a table), e.g.
-    `random_hands=10`; giving `range0`/`range1` replaces the file's ranges altogether.
+    `random_hands=10`; `behind` replaces the file's `stack` and the reverse; giving
+    `range0`/`range1` replaces the file's ranges altogether.
     """
     path = os.fspath(path)
     try:
@@ -125,6 +126,9 @@ def load_poker_config(path: str | os.PathLike, **overrides) -> PokerSubgameSpec:
         for k in ("range0", "range1", "player0", "player1", "random_hands", "seed"):
             if k not in overrides:
                 data.pop(k, None)
+    for a, b in (("behind", "stack"), ("stack", "behind")):
+        if a in overrides:   # the chips behind given one way replace the file's, given either way
+            data.pop(b, None)
     data.update(overrides)
     return config_from_dict(data, base_dir=os.path.dirname(os.path.abspath(path)), where=path)
 
