@@ -85,6 +85,10 @@ def test_names_in_keys_reports_and_exports(solved, tmp_path):
     keys = list(tab.labels.infoset_keys)
     assert "P0|AsQs|" in keys and "P0|Qh9h|" in keys and not any("QsAs" in k or "9hQh" in k for k in keys)
     assert "P1|AdKd|k" in keys and "P1|9c8c|k" in keys
+    # the tabular slots keep the layout they had (by owner, then the key in the old names):
+    # compiled games, fingerprints and checkpoints are unchanged
+    owner = [int(x) for x in tab.labels.infoset_player]
+    assert keys == [k for _, _, k in sorted(zip(owner, map(old_key, keys), keys))] != sorted(keys)
     assert {k for k, _, _ in pub.labels.infoset_keys()} >= set(keys)
     assert {r["hand"] for r in strategy_table(tab, ptab)} == {"AsQs", "Qh9h", "QdQc", "Ah9d", "AdKd", "9c8c",
                                                              "TdTc", "Qh8h"}
