@@ -705,7 +705,7 @@ def _show_policy(args) -> None:
     from cfrjax.strategy import read_policy_file
 
     doc = read_policy_file(args.source)
-    infosets = doc["infosets"]
+    infosets = {canonical_key(k): v for k, v in doc["infosets"].items()}   # files written low card first too
     limit = 20 if args.limit is None else args.limit
     where = canonical_key(canonical_hand(args.where, strict=False))   # a poker hand in either card order
     if where in infosets:

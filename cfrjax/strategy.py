@@ -14,8 +14,8 @@ numbered information set by information set in `game.labels` order. Here it beco
 `load_policy` matches by information-set and action names, so a policy saved from one
 compilation of a game loads into another compilation of the same game (e.g. the other
 `chance` mode); names that do not match are an error. Poker hands in names are read in
-either card order (`cfrjax.games.poker.canonical_key`), so files written before hands
-printed high card first (`"P1|KsAs|k"`, now `"P1|AsKs|k"`) keep loading.
+either card order (`cfrjax.game.hand_swapped`), so files written before hands printed
+high card first (`"P1|KsAs|k"`, now `"P1|AsKs|k"`) keep loading.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import numpy as np
 
 from cfrjax.atomic import atomic_write
 from cfrjax.forms import form_name, form_of
+from cfrjax.game import hand_swapped
 from cfrjax.policy import uniform_policy
 
 __all__ = ["is_policy_file", "load_policy", "policy_dict", "read_policy_file", "save_policy", "strategy_table"]
@@ -164,28 +165,13 @@ def is_policy_file(path: str | os.PathLike) -> bool:
         return False
 
 
-def _printed_names(head: dict) -> dict:
-    """A file's names as printed now: poker hands high card first (`canonical_key`),
-    whichever order the file was written in."""
-    from cfrjax.games.poker.cards import canonical_hand, canonical_key
-
-    if "hand_names" in head:
-        head["hand_names"] = [canonical_hand(h, strict=False) for h in head["hand_names"]]
-    for field in ("infoset_keys", "infosets"):
-        names = head.get(field)
-        if isinstance(names, (list, dict)) and any(canonical_key(str(k)) != k for k in names):
-            head[field] = [canonical_key(str(k)) for k in names] if isinstance(names, list) else {
-                canonical_key(str(k)): v for k, v in names.items()}
-    return head
-
-
 def _read_npz(path: str) -> tuple[dict, np.ndarray]:
     with np.load(path, allow_pickle=False) as z:
         head = json.loads(z["meta"].tobytes().decode())
         p = z["policy"]
     if head.get("format") != FORMAT:
         raise ValueError(f"format {head.get('format')!r}")
-    return _printed_names(head), p
+    return head, p
 
 
 def read_policy_file(path: str | os.PathLike) -> dict:
@@ -209,7 +195,7 @@ def read_policy_file(path: str | os.PathLike) -> dict:
             doc = json.load(f)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("infosets"), dict):
             raise ValueError(f"format {doc.get('format') if isinstance(doc, dict) else None!r}")
-        return _printed_names(doc)
+        return doc
     except (OSError, ValueError, KeyError, TypeError, EOFError, IndexError) as e:
         raise ValueError(f"{path}: not a readable cfrjax policy file ({e}; expected {FORMAT!r} .json or .npz "
                          "written by save_policy / cfrjax solve --save-policy)") from None
@@ -250,6 +236,8 @@ def load_policy(path: str | os.PathLike, game, dtype=None):
     missing, seen = [], 0
     for key, _, names, index in _entries(game):
         entry = table.get(str(key))
+        if entry is None:   # a poker hand written the other way round (before hands printed high card first)
+            entry = table.get(hand_swapped(str(key), labels.source))
         if entry is None:
             missing.append(key)
             continue

@@ -159,10 +159,8 @@ class PublicLabels:
             raise KeyError(f"{self.name}: no information set {key!r} (expected 'P{{player}}|{{hand}}|{{code}}')")
         node = self._code_index.get(parts[2])
         hand = self._hand_index.get(parts[1])
-        if hand is None:   # the hand's cards in the other order (`canonical_hand`)
-            from cfrjax.games.poker.cards import canonical_key
-
-            hand = self._hand_index.get(canonical_key(str(key)).split("|", 2)[1])
+        if hand is None:   # the hand's two cards the other way round (`cfrjax.game.hand_swapped`)
+            hand = self._hand_index.get(parts[1][2:] + parts[1][:2])
         if node is None or hand is None or f"P{int(self.node_player[node])}" != parts[0] \
                 or not self.is_live(node, hand):
             raise KeyError(f"{self.name}: no information set {key!r}")

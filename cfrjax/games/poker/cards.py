@@ -11,9 +11,9 @@ Libratus endgame files (their README), so a reach vector indexes `COMBOS` direct
 A combo prints as poker tools print it (postflop-solver, PioSOLVER): the higher rank
 first, and for a pair the suits in the order s > h > d > c (postflop-solver's card order,
 `"AsAh"` its last combo): `"AsKs"`, `"QhJh"`, `"Td9c"`, `"AsAh"`, `"AdAc"`. In `COMBOS`
-order the names run `2s2h, 2s2d, 2s2c, 3s2s, 3h2s, ..., As2s, 2h2d, ..., AdAc`. Every
-parser (`parse_combo`, range tokens, information-set keys through `canonical_key`)
-takes the two cards in either order.
+order the names run `2s2h, 2s2d, 2s2c, 3s2s, 3h2s, ..., Ac2s, 2h2d, ..., AdAc`. Every
+parser (`parse_combo`, range tokens, information-set keys (`cfrjax.game.hand_swapped`),
+policy and strategy files, `canonical_key`) takes the two cards in either order.
 """
 
 from __future__ import annotations
@@ -67,8 +67,6 @@ def _hand_name(a: int, b: int) -> str:
 #: `COMBO_NAMES[3] == "3s2s"`, `COMBO_NAMES[-1] == "AdAc"`.
 COMBO_NAMES: tuple[str, ...] = tuple(_hand_name(int(a), int(b)) for a, b in COMBOS)
 _NAME_INDEX = {name: i for i, name in enumerate(COMBO_NAMES)}
-#: Printed name -> the name low card id first, as cfrjax printed hands before (`layout_key`).
-_LOW_FIRST = {name: CARD_NAMES[a] + CARD_NAMES[b] for name, (a, b) in zip(COMBO_NAMES, COMBOS)}
 
 
 def card_id(name: str) -> int:
@@ -175,14 +173,6 @@ def canonical_key(key: str) -> str:
         return key
     return key[:3] + canonical_hand(key[3:7], strict=False) + key[7:]
 
-
-def layout_key(key: str) -> str:
-    """The string the tabular form orders a poker key's slots by: the key with its hand
-    low card id first ("P1|AsKs|k" -> "P1|KsAs|k"), the names cfrjax printed before hands
-    printed high card first. Ordering by it keeps every compiled tabular poker game, its
-    fingerprint, checkpoints and recorded runs exactly as they were. Other keys unchanged."""
-    low = _LOW_FIRST.get(key[3:7]) if len(key) >= 8 and key[0] == "P" and key[2] == "|" and key[7] == "|" else None
-    return key if low is None else key[:3] + low + key[7:]
 
 
 def parse_combo(text: str) -> int:

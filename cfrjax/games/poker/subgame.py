@@ -440,7 +440,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
     spec = GameSpec(parent=parent, action=action, kind=kind, infoset=infoset, chance_prob=chance_prob,
                     payoff=payoff, infoset_player=owners.astype(np.int8), infoset_keys=tuple(keys),
                     action_names=tuple(names), name=cfg.name,
-                    source={"poker": meta, "key_fields": list(KEY_FIELDS)})
+                    source={"poker": meta, "key_fields": list(KEY_FIELDS), "hand_layout": list(CARD_NAMES)})
     meta["arrays_s"] = round(build_s, 3)
     meta["build_s"] = round(time.perf_counter() - t_start, 3)
     return spec
