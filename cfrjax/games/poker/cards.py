@@ -174,7 +174,6 @@ def canonical_key(key: str) -> str:
     return key[:3] + canonical_hand(key[3:7], strict=False) + key[7:]
 
 
-
 def parse_combo(text: str) -> int:
     """Combo index of a four-character hand such as "AsKs" (either card order)."""
     ids = parse_cards(text, what="hand")
