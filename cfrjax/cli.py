@@ -181,11 +181,17 @@ def _parser() -> argparse.ArgumentParser:
                     help="whose hands to list (default: the player to act, with its strategy columns)")
     sh.add_argument("--sort", choices=SHOW_SORTS, default="equity",
                     help="row order, largest first (hand: hand-list order); default equity")
-    sh.add_argument("--all", action="store_true", help="also list the live hands the player does not bring here "
-                                                     "(weight 0; their EV is counterfactual)")
+    sh.add_argument("--all", action="store_true", help="list (and write to --csv) every live hand, also those the "
+                                                     "player does not bring here (weight 0; counterfactual EV)")
     sh.add_argument("--csv", default=None, metavar="FILE",
-                    help="write every hand's row, both players (columns: " + ", ".join(CSV_FIELDS) +
-                         ", then one column per action: the acting player's probabilities)")
+                    help="write the rows of the listed player's range (every live hand with --all), both players' "
+                         "columns: " + ", ".join(CSV_FIELDS) + ", then one column per action (the acting player's "
+                         "probabilities). Hands high card first (AsKs); weight: the player's reach with the range "
+                         "weight (postflop-solver's weights); combos: weight times the opponent's reach mass of hands "
+                         "sharing no card with it (its normalized_weights); ev: postflop-solver's expected_values, "
+                         "the chips the hand expects to take from the pot less those it still puts in, given the node "
+                         "is reached, the player's pot / 2 and chips put in so far counted as its stake (a hand that "
+                         "folds at once: 0); equity: showdown share against the opponent's range at the node")
     sh.add_argument("--npz", default=None, metavar="FILE",
                     help="write the report's arrays (cfrjax.public.report.load_report reads it back)")
     sh.add_argument("--limit", type=int, default=None,
@@ -777,7 +783,8 @@ def _show_node(args, solution: list) -> None:
     report = node_report(game, policy, code)
     _print_report(report, origin, expl, args)
     if args.csv:
-        print(f"  csv: {_write_result('csv table', args.csv, report.save_csv)}")
+        rows = report.rows(args.player, all_hands=args.all)
+        print(f"  csv: {_write_result('csv table', args.csv, lambda path: report.save_csv(path, rows))}")
     if args.npz:
         print(f"  npz: {_write_result('report', args.npz, report.save_npz)}")
 
@@ -801,8 +808,8 @@ def _print_report(r, origin: str, expl: float, args) -> None:
             f"{a} {100 * f:.1f}%" for a, f in zip(r.actions, s["frequencies"]))
         print(f"  player {q}{' (to act)' if q == acting else ''}: {s['combos']:.6g} combos, EV {s['ev']:+.4f}, "
               f"equity {100 * s['equity']:.2f}%{freq}")
-    keep = r.weight[p] > 0 if not args.all else ~np.isnan(r.equity[p]) | (r.weight[p] > 0)
-    rows = np.flatnonzero(keep)
+    keep = r.rows(p, all_hands=args.all)
+    rows = keep
     key = {"equity": r.equity[p], "ev": r.ev[p], "weight": r.weight[p], "combos": r.combos[p]}.get(args.sort)
     if key is not None:
         k = np.where(np.isnan(key[rows]), -np.inf, key[rows])
@@ -819,21 +826,24 @@ def _print_report(r, origin: str, expl: float, args) -> None:
         eq = "-" if np.isnan(r.equity[p, h]) else f"{100 * r.equity[p, h]:.2f}%"
         line = f"  {r.hands[h]:<6} {r.weight[p, h]:>8.4g} {r.combos[p, h]:>9.4g}  {probs}"
         print(line.rstrip() + f"  {ev:>10} {eq:>8}")
-    shown = f"{len(rows)} of {int(np.count_nonzero(keep))}" if args.limit is not None else f"{len(rows)}"
+    shown = f"{len(rows)} of {len(keep)}" if args.limit is not None else f"{len(rows)}"
     print(f"  {shown} hands of player {p} (sorted by {args.sort}; weight: reach with the range weight, combos: "
-          "deals reaching the node, EV in chips given the node is reached, equity: showdown share vs the range here)")
+          "deals reaching the node, EV: chips won from the pot less chips still put in, given the node is reached "
+          "(postflop-solver's), equity: showdown share vs the range here)")
 
 
 def _show_policy(args) -> None:
+    from cfrjax.games.poker.cards import canonical_hand, canonical_key
     from cfrjax.strategy import read_policy_file
 
     doc = read_policy_file(args.source)
-    infosets = doc["infosets"]
+    infosets = {canonical_key(k): v for k, v in doc["infosets"].items()}   # files written low card first too
     limit = 20 if args.limit is None else args.limit
-    if args.where in infosets:
-        keys = [args.where]
+    where = canonical_key(canonical_hand(args.where, strict=False))   # a poker hand in either card order
+    if where in infosets:
+        keys = [where]
     else:
-        keys = [k for k in infosets if args.where in k]
+        keys = [k for k in infosets if where in k]
     if not keys:
         sample = ", ".join(repr(k) for k in list(infosets)[:3])
         raise ValueError(f"no information set of {doc.get('game')!r} in {args.source} matches {args.where!r} "

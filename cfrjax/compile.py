@@ -18,6 +18,29 @@ from cfrjax.spec import CHANCE, PLAYER1, GameSpec, bfs_levels
 CHANCE_MODES = ("folded", "explicit")
 
 
+def _layout_key(source):
+    """What slots are ordered by besides the owner: the key, or for a source that names the
+    card order of its keys' `hand` part (`source["hand_layout"]`, card names lowest first,
+    with `source["key_fields"]`) the key with the hand's lower card first. Poker keys print
+    hands high card first now, and were printed lower card id first before; ordering by
+    that former name keeps every compiled poker game, its fingerprint, checkpoints and
+    recorded runs as they were."""
+    source = source if isinstance(source, dict) else {}
+    cards, fields = source.get("hand_layout"), list(source.get("key_fields") or ())
+    if not cards or "hand" not in fields:
+        return str
+    rank, at, n = {c: i for i, c in enumerate(cards)}, fields.index("hand"), len(fields)
+
+    def key(k: str) -> str:
+        parts = k.split("|", n - 1)
+        h = parts[at] if len(parts) == n else ""
+        if len(h) == 4 and rank.get(h[:2], -1) > rank.get(h[2:], -1):
+            parts[at] = h[2:] + h[:2]
+            return "|".join(parts)
+        return k
+    return key
+
+
 def compile_arrays(spec: GameSpec, chance: str = "folded") -> tuple[dict, dict, GameLabels]:
     """The host-side arrays, static sizes and labels of `spec`'s compiled form."""
     if chance not in CHANCE_MODES:
@@ -26,7 +49,8 @@ def compile_arrays(spec: GameSpec, chance: str = "folded") -> tuple[dict, dict, 
     num_inf = spec.num_infosets
 
     # Slots: information sets by (owner, key); offsets by prefix sum.
-    iset_order = sorted(range(num_inf), key=lambda i: (int(spec.infoset_player[i]), spec.infoset_keys[i]))
+    order = _layout_key(spec.source)
+    iset_order = sorted(range(num_inf), key=lambda i: (int(spec.infoset_player[i]), order(spec.infoset_keys[i])))
     iset_new = np.empty(num_inf, np.int64)
     iset_new[np.array(iset_order, np.int64)] = np.arange(num_inf)
     num_act = spec.infoset_num_actions[np.array(iset_order, np.int64)] if num_inf else np.zeros(0, np.int64)

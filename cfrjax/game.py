@@ -32,6 +32,23 @@ from cfrjax.host import device_array
 from cfrjax.layout import pull_layout
 
 
+
+def hand_swapped(key: str, source) -> str | None:
+    """`key` with the two cards of its `hand` part the other way round, for a source that
+    declares the parts of its keys with a `hand` among them (`source["key_fields"]`; poker:
+    `P{player}|{hand}|{history}`, hands printed high card first, "AsKs"): a hand is a set
+    of two cards, so `"P1|KsAs|k"` (as typed, or as cfrjax printed hands before) names
+    `"P1|AsKs|k"`. `None` for a key without such a part."""
+    fields = source.get("key_fields") if isinstance(source, dict) else None
+    if not fields or "hand" not in fields:
+        return None
+    parts = key.split("|", len(fields) - 1)
+    i = list(fields).index("hand")
+    if len(parts) != len(fields) or len(parts[i]) != 4:
+        return None
+    parts[i] = parts[i][2:] + parts[i][:2]
+    return "|".join(parts)
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class GameLabels:
     """Names behind the slots, kept out of the hot path.
@@ -171,9 +188,11 @@ class CompiledGame:
         return (self.num_slots,)
 
     def infoset_index(self, key):
-        """The `slice` of an information set's slots in `[S]` arrays; `KeyError` if unknown."""
+        """The `slice` of an information set's slots in `[S]` arrays; `KeyError` if unknown.
+        A poker key may name its hand's two cards in either order (`hand_swapped`)."""
+        slots = self.infoset_slots()
         try:
-            return self.infoset_slots()[key]
+            return slots[key] if key in slots else slots[hand_swapped(str(key), self.labels.source)]
         except KeyError:
             raise KeyError(f"{self.name}: no information set {key!r}") from None
 

@@ -18,7 +18,9 @@ numbered information set by information set in `game.labels` order. Here it beco
 
 `load_policy` matches by information-set and action names, so a policy saved from one
 compilation of a game loads into another compilation of the same game (e.g. the other
-`chance` mode); names that do not match are an error.
+`chance` mode); names that do not match are an error. Poker hands in names are read in
+either card order (`cfrjax.game.hand_swapped`), so files written before hands printed
+high card first (`"P1|KsAs|k"`, now `"P1|AsKs|k"`) keep loading.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from cfrjax.atomic import atomic_write
 from cfrjax.forms import form_name, form_of
+from cfrjax.game import hand_swapped
 from cfrjax.policy import uniform_policy
 
 __all__ = ["MAX_JSON_BYTES", "check_json_size", "is_policy_file", "json_size", "load_policy", "policy_dict",
@@ -330,6 +333,8 @@ def load_policy(path: str | os.PathLike, game, dtype=None):
     missing, seen = [], 0
     for key, _, names, index in _entries(game):
         entry = table.get(str(key))
+        if entry is None:   # a poker hand written the other way round (before hands printed high card first)
+            entry = table.get(hand_swapped(str(key), labels.source))
         if entry is None:
             missing.append(key)
             continue

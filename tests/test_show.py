@@ -111,7 +111,9 @@ def _share(spot, s, deal, p):
 def brute_force(spot, pol, code):
     """`{(player, hand name): (weight, ev, equity)}` at decision node `code`: weight = the
     range weight times the player's own probabilities on the path; ev and equity averaged
-    over the opponent's hands with weight (range x own path probabilities x chance)."""
+    over the opponent's hands with weight (range x own path probabilities x chance), ev
+    in postflop-solver's convention: the payoff plus the player's `pot / 2` and the chips
+    it has put in on the path to the node (`s["c"]`, the brute force's own betting)."""
     hand_name = _hand_name(spot)
     acc = {}
 
@@ -128,7 +130,8 @@ def brute_force(spot, pol, code):
             u0 = _value0(spot, s, deal, pol)
             for p in (0, 1):
                 w = spot.ranges[1 - p][deal[1 - p]] * reach[1 - p] * chance
-                e = acc.setdefault((p, hand_name(deal[p])), [spot.ranges[p][deal[p]] * reach[p], 0.0, 0.0, 0.0])
+                e = acc.setdefault((p, hand_name(deal[p])), [spot.ranges[p][deal[p]] * reach[p], 0.0, 0.0, 0.0,
+                                                             spot.pot / 2 + s["c"][p]])
                 e[1] += w
                 e[2] += w * (u0 if p == 0 else -u0)
                 e[3] += w * _share(spot, s, deal, p)
@@ -141,7 +144,7 @@ def brute_force(spot, pol, code):
 
     for h0, h1, _ in spot.deals():
         walk(spot.root(), (h0, h1), [1.0, 1.0], 1.0)
-    return {k: (w, ev / m, eq / m) for k, (w, m, ev, eq) in acc.items() if m > 0}
+    return {k: (w, ev / m + stake, eq / m) for k, (w, m, ev, eq, stake) in acc.items() if m > 0}
 
 
 def _check_against_brute_force(game, policy, spot, codes):
@@ -164,9 +167,11 @@ def _check_against_brute_force(game, policy, spot, codes):
 
 
 def test_range_weighted_evs_are_the_root_value(river):
-    """Sum over hands of combos x EV at the root, over Z, is player 0's expected value
-    (player 1's: its negative); every node's combos sum to the same deal mass for both
-    players; dead hands and hands outside the range carry no weight."""
+    """Sum over hands of combos x EV at the root, over Z, less pot / 2 (postflop-solver's
+    EV counts the player's half of the starting pot) is player 0's expected value (player
+    1's: its negative); every node's combos sum to the same deal mass for both players;
+    the two players' range EVs add up to the pot at the node (20 at the root, 40 after a
+    bet of 20); dead hands and hands outside the range carry no weight."""
     _, game, state = river
     policy = cfrjax.average_policy(game, state)
     value = float(cfrjax.expected_value(game, policy))
@@ -177,11 +182,14 @@ def test_range_weighted_evs_are_the_root_value(river):
     for p, sign in ((0, 1.0), (1, -1.0)):
         held = root.combos[p] > 0
         assert held.sum() == 6 and not np.isnan(root.ev[p, held]).any()
-        assert np.sum(root.combos[p, held] * root.ev[p, held]) / root.norm == pytest.approx(sign * value, abs=1e-12)
-        assert root.summary(p)["ev"] == pytest.approx(sign * value, abs=1e-12)
+        assert np.sum(root.combos[p, held] * root.ev[p, held]) / root.norm - 10 == pytest.approx(sign * value,
+                                                                                                 abs=1e-12)
+        assert root.summary(p)["ev"] - 10 == pytest.approx(sign * value, abs=1e-12)
+    assert root.summary(0)["ev"] + root.summary(1)["ev"] == pytest.approx(20, abs=1e-12)
     inner = node_report(game, policy, "k.b20")
     assert inner.player == 0 and inner.actions == ("fold", "call") and inner.strategy.shape == (game.num_hands, 2)
     assert inner.combos[0].sum() == pytest.approx(inner.combos[1].sum(), rel=1e-12) and 0 < inner.combos[0].sum()
+    assert inner.summary(0)["ev"] + inner.summary(1)["ev"] == pytest.approx(40, abs=1e-12)
     np.testing.assert_allclose(inner.summary()["frequencies"], np.average(
         inner.strategy[inner.combos[0] > 0], axis=0, weights=inner.combos[0][inner.combos[0] > 0]), rtol=1e-12)
     with pytest.raises(ValueError, match=r"no decision node 'k\.b30'.*'k\.b20'"):
@@ -220,8 +228,9 @@ def test_turn_against_brute_force():
 def test_cli_show_table_and_exports(river, tmp_path, capsys):
     """`cfrjax show SPOT NODE --checkpoint`: a table of player 0's hands with action, EV and
     equity columns (the report of the checkpoint's average policy, sorted by equity), the
-    exploitability the solve recorded for that iteration; `--csv` and `--npz` read back to
-    that report exactly."""
+    exploitability the solve recorded for that iteration; `--csv` (player 0's range: the
+    hands of weight > 0, in hand-list order) and `--npz` read back to that report exactly;
+    `--csv --all` lists every live hand."""
     path, game, state = river
     ckpt, out_csv, out_npz = (str(tmp_path / n) for n in ("s.ckpt", "r.csv", "r.npz"))
     # as `cfrjax solve --checkpoint` writes it: the evaluations [iteration, seconds, exploitability, value]
@@ -250,11 +259,18 @@ def test_cli_show_table_and_exports(river, tmp_path, capsys):
         np.testing.assert_array_equal(getattr(back, name), getattr(report, name), err_msg=name)
     with open(out_csv, newline="") as f:
         table = list(csv.reader(f))
-    assert table[0] == list(CSV_FIELDS) + ["fold", "call"] and len(table) == 1 + game.num_hands
+    assert table[0] == list(CSV_FIELDS) + ["fold", "call"] and len(table) == 1 + len(held)
     got = np.array([[float(x) for x in row[1:]] for row in table[1:]])
     want = np.concatenate([report.weight.T, report.combos.T, report.ev.T, report.equity.T, report.strategy], axis=1)
-    assert [row[0] for row in table[1:]] == list(report.hands)
-    np.testing.assert_array_equal(got, want)
+    assert [row[0] for row in table[1:]] == [report.hands[h] for h in held]
+    np.testing.assert_array_equal(got, want[held])
+    assert cli.main(["show", path, "k.b20", "--checkpoint", ckpt, "--csv", out_csv, "--all", "--limit", "3"]) == 0
+    live = np.flatnonzero(~np.isnan(report.equity[0]))
+    assert live.size == game.num_hands and set(held) <= set(live)   # a river: every hand has an opponent hand
+    with open(out_csv, newline="") as f:
+        table = list(csv.reader(f))
+    assert [row[0] for row in table[1:]] == [report.hands[h] for h in live]
+    np.testing.assert_array_equal(np.array([[float(x) for x in row[1:]] for row in table[1:]]), want[live])
 
 
 def test_cli_show_errors_are_one_line(river, tmp_path, capsys):

@@ -76,6 +76,9 @@ class PublicLabels:
       hands: `[H]` combo indices of the hand list (NumPy).
       hand_names: `[H]` names of the hands ("AsKs").
       hand_cards: `[H, 2]` card ids of the hands (NumPy).
+      node_committed: `[I, 2]` chips each player has put in during the subgame at each
+        decision node (beyond the `pot / 2` counted as already in; NumPy float64), or
+        `None` where unknown; `cfrjax.public.report` adds it to the values it reports.
     """
 
     name: str
@@ -90,6 +93,7 @@ class PublicLabels:
     hands: np.ndarray
     hand_names: tuple
     hand_cards: np.ndarray
+    node_committed: np.ndarray | None = None
 
     def __eq__(self, other):
         return isinstance(other, PublicLabels) and other.fingerprint == self.fingerprint
@@ -143,7 +147,8 @@ class PublicLabels:
                 yield f"{prefix}{self.hand_names[h]}|{code}", sl, h
 
     def infoset_index(self, key: str) -> tuple[slice, int]:
-        """`(slots, hand_index)` of the information set `key` (`"P1|AhKh|k.b10"`).
+        """`(slots, hand_index)` of the information set `key` (`"P1|AhKh|k.b10"`; the hand's
+        two cards in either order).
 
         Raises:
           KeyError: no such decision node or hand, the wrong player, or a hand that holds
@@ -154,6 +159,8 @@ class PublicLabels:
             raise KeyError(f"{self.name}: no information set {key!r} (expected 'P{{player}}|{{hand}}|{{code}}')")
         node = self._code_index.get(parts[2])
         hand = self._hand_index.get(parts[1])
+        if hand is None:   # the hand's two cards the other way round (`cfrjax.game.hand_swapped`)
+            hand = self._hand_index.get(parts[1][2:] + parts[1][:2])
         if node is None or hand is None or f"P{int(self.node_player[node])}" != parts[0] \
                 or not self.is_live(node, hand):
             raise KeyError(f"{self.name}: no information set {key!r}")

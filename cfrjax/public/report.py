@@ -7,30 +7,41 @@ for every hand of the hand list (`[H]`, `PublicLabels.hand_names`), both players
 
 * **weight** `[2, H]`: player p's own reach of the node with hand h, its range weight
   included (the range "there"); 0 for a hand holding a card dealt above the node.
+  postflop-solver's `weights(p)`, wasm-postflop's "Weight" column.
 * **combos** `[2, H]`: weight times the opponent's compatible reach mass at the node,
-  `m_p(h) = sum_{h'} compat(h, h') weight[1 - p, h']`: the mass of deals that reach the
-  node with h under the profile (postflop-solver's "normalized weights"; a dealt river
-  card counts as a condition, not as a 1/44 chance). Summed over h it is the same for
-  both players, the deal mass reaching the node (`Z` at the root).
+  `m_p(h) = sum_{h'} compat(h, h') weight[1 - p, h']` (the opponent's hands sharing no
+  card with h or the board): the mass of deals that reach the node with h under the
+  profile. This is postflop-solver's `normalized_weights(p)` and wasm-postflop's
+  "Combos" column exactly, a product of two weights and not a probability (full ranges
+  of weight 1 at a river root: about 1,000 per hand); a dealt river card counts as a
+  condition, not as a 1/44 chance. Summed over h it is the same for both players, the
+  deal mass reaching the node (`Z` at the root); `combos / sum(combos)` is the share of
+  the deals there that hold h.
 * **strategy** `[H, A]`: the acting player's policy at the node (the average strategy of
   a solve); NaN rows for dead hands.
-* **ev** `[2, H]`: player p's expected payoff holding h, given that the node is reached,
-  under the profile: the counterfactual value of the passes (`node_values`) over the
-  opponent's compatible mass, `v_p(n, h) Z / (c(n) m_p(h))` (`c(n)` the chance reach folded
-  into the values: 1/44 below a turn spot's river card, else 1), the normalisation of
-  postflop-solver's `expected_values`. Chips in cfrjax's payoff convention (sunk cost:
-  the net gain from the start of the subgame, zero-sum, as `cfrjax.expected_value`;
-  postflop-solver adds `pot / 2` plus the player's wager to it). Where the player's own
-  weight is 0 the value is counterfactual (what h would get if the player brought it
-  here); NaN where the hand is dead or the opponent has no compatible hand there.
+* **ev** `[2, H]`: postflop-solver's `expected_values(p)`: what player p holding h
+  expects to take from the pot, less what p still puts in, given that the node is
+  reached, under the profile; the player's share of the starting pot (`pot / 2`) and
+  every chip p has put in so far count as the player's stake. In terms of cfrjax's
+  zero-sum payoff (sunk cost: the net gain from the start of the subgame, as
+  `cfrjax.expected_value`), `ev = net + pot / 2 + c_p(n)`, `c_p(n)` the chips p has put
+  in during the subgame at the node (`PublicLabels.node_committed`); `net` is the
+  counterfactual value of the passes (`node_values`) over the opponent's compatible
+  mass, `v_p(n, h) Z / (c(n) m_p(h))` (`c(n)` the chance reach folded into the values:
+  1/44 below a turn spot's river card, else 1), postflop-solver's normalisation. So a
+  hand that folds at once is worth 0, one that wins the pot uncontested is worth the
+  pot, and without rake the two players' combos-weighted EVs at a node add up to the
+  pot there (starting pot plus both players' chips in). Where the player's own weight
+  is 0 the value is counterfactual (what h would get if the player brought it here);
+  NaN where the hand is dead or the opponent has no compatible hand there.
 * **equity** `[2, H]`: the share of the pot h wins at showdown against the opponent's
   range at the node, ties counted half, `(Wk(h) + Ti(h) / 2) / m_p(h)` (opponent reach
   mass weaker / tied), averaged over the river cards still to come at a turn spot's turn
   node (each pair of hands sees 44 of them, equally likely), as postflop-solver's
   `equity`. Betting does not enter: it is the raw showdown equity. NaN as for `ev`.
 
-Consistency (tested): `sum_h combos[p, h] ev[p, h] / Z` at the root is player p's
-expected value (`cfrjax.expected_value`, negated for player 1), and an independent
+Consistency (tested): `sum_h combos[p, h] ev[p, h] / Z - pot / 2` at the root is player
+p's expected value (`cfrjax.expected_value`, negated for player 1), and an independent
 brute-force evaluator gives the same per-hand EVs and equities.
 
 Values come from one pass of `cfrjax.public.passes.node_values` (reach and counterfactual
@@ -112,15 +123,30 @@ class NodeReport:
             out["frequencies"] = [mean(self.strategy[:, a]) for a in range(len(self.actions))]
         return out
 
-    def save_csv(self, path: str | os.PathLike) -> None:
-        """One row per hand of the hand list (hand-list order): the columns `CSV_FIELDS`
-        (`weight0` is player 0's weight, ...), then one column per action named by the
-        action (the acting player's probability). Floats in full precision (`repr`, so
-        they read back exactly); `nan` where undefined."""
+    def rows(self, player: int | None = None, *, all_hands: bool = False) -> np.ndarray:
+        """Hand indices (hand-list order) of `player`'s range at the node (default: the one
+        to act): the hands with weight > 0; with `all_hands` every live hand there (those
+        the player does not bring here have a counterfactual EV)."""
+        p = self.player if player is None else player
+        keep = self.weight[p] > 0
+        if all_hands:
+            keep |= ~np.isnan(self.equity[p])
+        return np.flatnonzero(keep)
+
+    def save_csv(self, path: str | os.PathLike, rows=None) -> None:
+        """One row per hand of `rows` (hand indices, default `self.rows()`: the acting
+        player's range; `self.rows(all_hands=True)` for every live hand), in hand-list
+        order: the columns `CSV_FIELDS` (`weight0` is player 0's weight, ...; the module
+        docstring defines each), then one column per action named by the action (the
+        acting player's probability). Floats in full precision (`repr`, so they read back
+        exactly); `nan` where undefined."""
+        rows = self.rows() if rows is None else np.sort(np.asarray(rows, np.int64))
+
         def write(f):
             w = csv.writer(f)
             w.writerow(list(CSV_FIELDS) + list(self.actions))
-            for h, name in enumerate(self.hands):
+            for h in rows.tolist():
+                name = self.hands[h]
                 nums = [self.weight[0, h], self.weight[1, h], self.combos[0, h], self.combos[1, h], self.ev[0, h],
                         self.ev[1, h], self.equity[0, h], self.equity[1, h], *self.strategy[h]]
                 w.writerow([name] + [repr(float(x)) for x in nums])
@@ -271,14 +297,15 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     norm = float(game.norm)
     alive = labels.live_hands(i)[None] & (mass > 0)
     safe = np.where(alive, mass, 1.0)
-    offset = labels.payoff_offset * np.array([1.0, -1.0])[:, None]
-    ev = np.where(alive, values * norm / (chance * safe) + offset, np.nan)
+    pot = float(labels.source["poker"]["pot"])
+    stake = pot / 2 + np.asarray(labels.node_committed[i], np.float64)[:, None]        # [2, 1]
+    ev = np.where(alive, values * norm / (chance * safe) + stake, np.nan)
     equity = np.where(alive, 0.5 + 0.5 * diff / safe, np.nan)
     sl = labels.node_slots(i)
     strategy = np.asarray(policy[sl], np.float64).T.copy()                               # [H, A]
     strategy[~labels.live_hands(i)] = np.nan
     poker = dict(labels.source.get("poker", {}))
-    meta = {"fingerprint": labels.fingerprint, **{k: poker[k] for k in ("board", "pot", "stack", "street")
+    meta = {"fingerprint": labels.fingerprint, **{k: poker[k] for k in ("board", "pot", "behind", "stack", "street")
                                                     if k in poker}}
     return NodeReport(game=game.name, node=str(node), player=int(labels.node_player[i]),
                       actions=tuple(str(a) for a in labels.action_names[i]), hands=tuple(labels.hand_names),

@@ -25,7 +25,7 @@ endgames.
 
 from cfrjax.games.poker.cards import (
     CARD_NAMES, COMBO_INDEX, COMBO_NAMES, COMBOS, NUM_COMBOS, RANKS, SUITS, PokerSpecError, board_str, card_id,
-    card_str, combo_index, combo_str, combos_blocked_by, combos_conflict, parse_board, parse_cards, parse_combo)
+    canonical_hand, canonical_key, card_str, combo_index, combo_str, combos_blocked_by, combos_conflict, parse_board, parse_cards, parse_combo)
 from cfrjax.games.poker.evaluator import CATEGORY_NAMES, evaluate, hand_category, rank5, rank6, rank7
 from cfrjax.games.poker.libratus import load_libratus_endgame, read_libratus_file
 from cfrjax.games.poker.ranges import (
@@ -42,7 +42,7 @@ from cfrjax.games.poker.strategy import (
 __all__ = [
     "ALLIN", "BetSizes", "KEY_FIELDS", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
     "PokerSpecError", "PokerSubgameSpec", "board_str", "build_spec", "card_id", "card_str", "combo_index",
-    "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "deal_probabilities",
+    "canonical_hand", "canonical_key", "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "deal_probabilities",
     "deals_from_support", "evaluate",
     "hand_category", "load_libratus_endgame", "load_poker_config", "load_poker_toml", "parse_board", "parse_cards",
     "parse_combo", "parse_range", "parse_sizes", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",

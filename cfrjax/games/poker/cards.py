@@ -4,10 +4,16 @@ A card is an int `4 * rank + suit` with ranks `2..A` -> `0..12` and suits `s, h,
 -> `0..3`, so `2s = 0, 2h = 1, 2d = 2, 2c = 3, 3s = 4, ..., Ac = 51`. Cards print as
 "As", "Td", "2c".
 
-Hole-card combos are the 1,326 pairs `(lo, hi)` with `lo < hi`, in lexicographic order
-of `(lo, hi)`: `2s2h, 2s2d, 2s2c, 2s3s, 2s3h, ..., 2sAc, 2h2d, ..., AdAc`. This is the
-order of the reach vectors in the Libratus endgame files (their README), so a reach
-vector indexes `COMBOS` directly. A combo prints low card first, as in that README.
+Hole-card combos are the 1,326 pairs `(lo, hi)` of card ids with `lo < hi`, in
+lexicographic order of `(lo, hi)`. This is the order of the reach vectors in the
+Libratus endgame files (their README), so a reach vector indexes `COMBOS` directly.
+
+A combo prints as poker tools print it (postflop-solver, PioSOLVER): the higher rank
+first, and for a pair the suits in the order s > h > d > c (postflop-solver's card order,
+`"AsAh"` its last combo): `"AsKs"`, `"QhJh"`, `"Td9c"`, `"AsAh"`, `"AdAc"`. In `COMBOS`
+order the names run `2s2h, 2s2d, 2s2c, 3s2s, 3h2s, ..., Ac2s, 2h2d, ..., AdAc`. Every
+parser (`parse_combo`, range tokens, information-set keys (`cfrjax.game.hand_swapped`),
+policy and strategy files, `canonical_key`) takes the two cards in either order.
 """
 
 from __future__ import annotations
@@ -48,8 +54,19 @@ COMBOS, COMBO_INDEX = _combo_tables()
 COMBOS.setflags(write=False)
 #: `[52, 52]` int, combo index of a card pair (symmetric), `-1` on the diagonal.
 COMBO_INDEX.setflags(write=False)
-#: `[1326]` combo names, e.g. `COMBO_NAMES[0] == "2s2h"`, `COMBO_NAMES[-1] == "AdAc"`.
-COMBO_NAMES: tuple[str, ...] = tuple(CARD_NAMES[a] + CARD_NAMES[b] for a, b in COMBOS)
+
+
+def _hand_name(a: int, b: int) -> str:
+    """The printed name of cards `a`, `b` (module docstring): the higher rank first; at
+    equal rank the lower suit index (s, h, d, c), i.e. the lower card id, first."""
+    hi_first = (a >> 2) > (b >> 2) or ((a >> 2) == (b >> 2) and a < b)
+    return CARD_NAMES[a] + CARD_NAMES[b] if hi_first else CARD_NAMES[b] + CARD_NAMES[a]
+
+
+#: `[1326]` combo names, high card first, e.g. `COMBO_NAMES[0] == "2s2h"`,
+#: `COMBO_NAMES[3] == "3s2s"`, `COMBO_NAMES[-1] == "AdAc"`.
+COMBO_NAMES: tuple[str, ...] = tuple(_hand_name(int(a), int(b)) for a, b in COMBOS)
+_NAME_INDEX = {name: i for i, name in enumerate(COMBO_NAMES)}
 
 
 def card_id(name: str) -> int:
@@ -129,8 +146,32 @@ def combo_index(c1: int | str, c2: int | str) -> int:
 
 
 def combo_str(index: int) -> str:
-    """Name of combo `index`, low card first ("2s2h", "KhAs")."""
+    """Name of combo `index`, high card first ("2s2h", "AsKh"; module docstring)."""
     return COMBO_NAMES[int(index)]
+
+
+def canonical_hand(text: str, *, strict: bool = True) -> str:
+    """The printed name of a four-character hand given in either card order ("KsAs" ->
+    "AsKs", "jdKD" -> "KdJd": any case). Not two cards: `PokerSpecError` if `strict`,
+    else `text` unchanged (names read from files, which may hold other games' names)."""
+    if text in _NAME_INDEX:
+        return text
+    try:
+        return COMBO_NAMES[parse_combo(text)]
+    except PokerSpecError:
+        if strict:
+            raise
+        return text
+
+
+def canonical_key(key: str) -> str:
+    """A poker information-set key `"P{player}|{hand}|{history}"` with its hand as printed
+    (`canonical_hand`), so keys written low card first (cfrjax before the printed order
+    changed, e.g. `"P1|KsAs|k.b10"`) name the same set as `"P1|AsKs|k.b10"`. Any other
+    string (another game's key, a malformed hand) comes back unchanged."""
+    if len(key) < 8 or key[0] != "P" or key[2] != "|" or key[7] != "|" or key[3:7] in _NAME_INDEX:
+        return key
+    return key[:3] + canonical_hand(key[3:7], strict=False) + key[7:]
 
 
 def parse_combo(text: str) -> int:

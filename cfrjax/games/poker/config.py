@@ -76,7 +76,16 @@ class PokerSubgameSpec:
       board: 3 (flop), 4 (turn) or 5 (river) cards, e.g. "Ks Js Th 7d 2c"; stored
         normalized. Flop spots compile to the public form only.
       pot: chips in the pot at the start of the subgame (both players put in half).
-      stack: each player's stack at the start of the hand (includes the half-pot).
+      behind: chips each player has behind at the start of the subgame, the most either
+        can still put in (postflop-solver's `effective_stack`, what poker tools call the
+        stack). Give `behind` or `stack`, not both; neither: `stack` = 100.
+      stack: the older way to give it: each player's whole stack at the start of the
+        hand, the half-pot already in included, so `behind = stack - pot / 2` (a spot
+        with pot 55 and 975 behind has `stack = 1002.5`). After construction `stack` is
+        `behind + pot / 2` either way (specs are compared and hashed by it).
+      effective_stack: (set at construction, not an argument) the chips behind the tree
+        is built with: `behind` exactly as given, or `stack - pot / 2`.
+        (`dataclasses.replace` keeps `stack`: the chips behind follow a changed pot.)
       bet_fractions: sizes of a first bet on a street, pot fractions or "allin"
         (default (0.5, 1.0) unless `betting` is given).
       raise_fractions: sizes of raises; `None` = same as `bet_fractions`.
@@ -102,7 +111,7 @@ class PokerSubgameSpec:
 
     board: Any
     pot: float = 20.0
-    stack: float = 100.0
+    stack: float | None = None
     bet_fractions: tuple | None = None
     raise_fractions: tuple | None = None
     raise_cap: int | None | str = AUTO
@@ -115,23 +124,40 @@ class PokerSubgameSpec:
     rake_cap: float = math.inf
     source: Any = None
     betting: Any = None
+    behind: dataclasses.InitVar[float | None] = None
+    effective_stack: float = dataclasses.field(init=False, compare=False)
 
-    def __post_init__(self):
+    def __post_init__(self, behind):
         cards = parse_board(self.board)
         if cards.size not in (3, 4, 5):
             raise PokerSpecError(f"board {self.board!r} has {cards.size} card(s); a subgame starts on the flop "
                                  f"(3 cards), the turn (4) or the river (5)")
         object.__setattr__(self, "board", board_str(cards))
-        for field in ("pot", "stack"):
+        if behind is not None and self.stack is not None:
+            raise PokerSpecError(f"give behind = {behind!r} (chips behind, postflop-solver's effective_stack) or "
+                                 f"stack = {self.stack!r} (the whole stack, the half-pot included), not both")
+        given = {"pot": self.pot, **({"behind": behind} if behind is not None else
+                                     {"stack": 100.0 if self.stack is None else self.stack})}
+        num = {}
+        for field, v in given.items():
             try:
-                v = float(getattr(self, field))
+                num[field] = float(v)
             except (TypeError, ValueError):
-                raise PokerSpecError(f"{field} {getattr(self, field)!r} is not a number") from None
-            object.__setattr__(self, field, v)
+                raise PokerSpecError(f"{field} {v!r} is not a number") from None
+        object.__setattr__(self, "pot", num["pot"])
         if not math.isfinite(self.pot) or self.pot <= 0:
             raise PokerSpecError(f"pot {self.pot} must be a finite number > 0")
-        if not math.isfinite(self.stack) or self.stack < 0:
-            raise PokerSpecError(f"stack {self.stack} must be a finite number >= 0 (negative stacks are not allowed)")
+        if "behind" in num:
+            if not math.isfinite(num["behind"]) or num["behind"] < 0:
+                raise PokerSpecError(f"behind {num['behind']} must be a finite number of chips >= 0")
+            object.__setattr__(self, "stack", num["behind"] + self.pot / 2)
+            object.__setattr__(self, "effective_stack", num["behind"])
+        else:
+            object.__setattr__(self, "stack", num["stack"])
+            if not math.isfinite(self.stack) or self.stack < 0:
+                raise PokerSpecError(f"stack {self.stack} must be a finite number >= 0 (negative stacks are not "
+                                     "allowed)")
+            object.__setattr__(self, "effective_stack", self.stack - self.pot / 2)
         for field in ("rake_rate", "rake_cap"):
             v = getattr(self, field)
             try:

@@ -90,5 +90,7 @@ def load_libratus_endgame(path: str | os.PathLike, top_n: int | None = None, **o
         name=f"libratus_{name}" + (f"_top{int(top_n)}" if top_n is not None else ""),
         source={"libratus_file": os.path.basename(os.fspath(path)), "round": data["round"], "top_n": top_n},
     )
+    if "behind" in overrides:   # chips behind instead of the Libratus stack
+        del kw["stack"]
     kw.update(overrides)
     return PokerSubgameSpec(**kw)

@@ -462,13 +462,14 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                             forest_showdown_rake=cfg.rake(2 * forest.sd[f_sds]) * chance_reach)
 
     # Labels: decision nodes in slot order.
-    codes, players, names, dealt = [], [], [], []
+    codes, players, names, dealt, committed = [], [], [], [], []
     for p in (0, 1):
         for n in t_nodes[p][0]:
             codes.append(trunk.codes[n])
             players.append(p)
             names.append(trunk.labels[n])
             dealt.append((int(trunk.dealt[n]),) if t_dealt[n] else ())
+            committed.append(trunk.tot[n])
         for b in range(B):
             above = root_chance[board_group[b]] if groups else root_chance
             for n in f_nodes[p][0]:
@@ -479,10 +480,11 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                 dealt.append(tuple(int(c) for c in extra[b]))
                 players.append(p)
                 names.append(forest.labels[n])
+                committed.append(forest.tot[n])
     digest = fingerprint({**index_arrays, **float_arrays, "hands": hands, "strength": strength,
                           "levels": np.array(trunk.levels + (-1,) + forest.levels)})
     meta = {
-        "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack,
+        "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack, "behind": cfg.effective_stack,
         **cfg.betting_meta(), "random_hands": cfg.random_hands, "seed": cfg.seed,
         "form": "public", "hands": int(H), "boards": int(B), "public_nodes": int(n1 + B * forest.size),
         "decision_nodes": int(I), "terminals": terminals,
@@ -503,7 +505,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         name=cfg.name, fingerprint=digest, source={"poker": meta, "key_fields": list(KEY_FIELDS)},
         payoff_offset=0.0, node_codes=tuple(codes), node_player=tuple(players), action_names=tuple(names),
         node_dealt=tuple(dealt), node_slot_start=infoset_slot_start.copy(), hands=hands.copy(),
-        hand_names=tuple(combo_str(h) for h in hands), hand_cards=hand_cards.copy())
+        hand_names=tuple(combo_str(h) for h in hands), hand_cards=hand_cards.copy(),
+        node_committed=np.array(committed, np.float64).reshape(-1, 2))
 
     leaves = {k: device_array(v, jnp.int32) for k, v in index_arrays.items()}
     leaves.update({k: device_array(v, fdt) for k, v in float_arrays.items()})

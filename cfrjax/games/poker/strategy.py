@@ -15,6 +15,7 @@ import os
 import numpy as np
 
 from cfrjax.atomic import atomic_write
+from cfrjax.games.poker.cards import canonical_hand
 
 FIELDS = ("player", "hand", "history", "action", "probability")
 
@@ -70,15 +71,20 @@ def write_strategy_csv(rows: list[dict], path: str | os.PathLike) -> None:
 
 
 def read_strategy_csv(path: str | os.PathLike) -> list[dict]:
-    """Read a file written by `write_strategy_csv` back into rows."""
+    """Read a file written by `write_strategy_csv` back into rows (hands as printed now,
+    high card first, whichever order the file has)."""
     with open(os.fspath(path), newline="") as f:
         r = csv.DictReader(f)
-        return [{"player": int(d["player"]), "hand": d["hand"], "history": d["history"], "action": d["action"],
-                 "probability": float(d["probability"])} for d in r]
+        return [{"player": int(d["player"]), "hand": canonical_hand(d["hand"], strict=False), "history": d["history"],
+                 "action": d["action"], "probability": float(d["probability"])} for d in r]
 
 
 def read_strategy_json(path: str | os.PathLike) -> list[dict]:
-    """Read a file written by `write_strategy_json` back into rows."""
+    """Read a file written by `write_strategy_json` back into rows (hands as in
+    `read_strategy_csv`)."""
     with open(os.fspath(path)) as f:
         doc = json.load(f)
-    return [dict(zip(doc["fields"], row)) for row in doc["rows"]]
+    rows = [dict(zip(doc["fields"], row)) for row in doc["rows"]]
+    for r in rows:
+        r["hand"] = canonical_hand(r["hand"], strict=False)
+    return rows

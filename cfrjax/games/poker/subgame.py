@@ -23,9 +23,9 @@ The construction follows the paper's appendix A ("HUNL Subgame Construction"):
   sizes, all-in thresholds, merging) in whole chips, exactly as postflop-solver
   builds its tree (`cfrjax.games.poker.betting`); the node's sizes and amounts come
   from `config.bet_sizes` either way.
-  `stack` is each player's stack at the start of the hand, of which `pot / 2` is
-  already in the pot, so the most a player can add in the subgame is
-  `stack - pot / 2`.
+  `behind` is the most a player can add in the subgame (postflop-solver's
+  `effective_stack`); the older `stack` is each player's stack at the start of the
+  hand, of which `pot / 2` is already in the pot, so `behind = stack - pot / 2`.
 * **Turn subgames.** Betting on the turn; every turn line that ends in check-check or
   a call reaches a chance node dealing the river card uniformly over the 44 cards that
   are neither on the board nor in either player's hand (48 - 4: the chance node has
@@ -130,7 +130,7 @@ def _street_tree(cfg: PokerSubgameSpec, start: float, last: bool, street: str | 
     """
     street = street or ("river" if last else "turn")
     half = cfg.pot / 2
-    behind = cfg.stack - half                     # most a player can commit in the subgame
+    behind = cfg.effective_stack                  # most a player can commit in the subgame
     cap = cfg.raise_cap
     rules = cfg.bet_sizes
     tree = _Tree()
@@ -480,6 +480,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
         "board": cfg.board,
         "pot": cfg.pot,
         "stack": cfg.stack,
+        "behind": cfg.effective_stack,
         **cfg.betting_meta(),
         "random_hands": cfg.random_hands,
         "seed": cfg.seed,
@@ -499,7 +500,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
     spec = GameSpec(parent=parent, action=action, kind=kind, infoset=infoset, chance_prob=chance_prob,
                     payoff=payoff, infoset_player=owners.astype(np.int8), infoset_keys=tuple(keys),
                     action_names=tuple(names), name=cfg.name,
-                    source={"poker": meta, "key_fields": list(KEY_FIELDS)})
+                    source={"poker": meta, "key_fields": list(KEY_FIELDS), "hand_layout": list(CARD_NAMES)})
     meta["arrays_s"] = round(build_s, 3)
     meta["build_s"] = round(time.perf_counter() - t_start, 3)
     return spec

@@ -20,7 +20,7 @@ from cfrjax.games.poker.subgame import build_spec
 from cfrjax.spec import GameSpec
 
 _TOML_KEYS = {
-    "name", "board", "pot", "stack", "bet_fractions", "raise_fractions", "raise_cap",
+    "name", "board", "pot", "behind", "stack", "bet_fractions", "raise_fractions", "raise_cap",
     "range0", "range1", "player0", "player1", "random_hands", "seed", "libratus", "top_n", "game", "kind",
     "betting", "rake_rate", "rake_cap",
 }
@@ -56,7 +56,9 @@ def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "s
     """A `PokerSubgameSpec` from a (TOML-shaped) mapping.
 
     Keys may sit at the top level or in `[betting]` / `[ranges]` tables: `name`,
-    `board`, `pot`, `stack`, `bet_fractions`, `raise_fractions`, `raise_cap` (an
+    `board`, `pot`, `behind` (chips each player has behind, postflop-solver's
+    `effective_stack`) or `stack` (the whole stack, the half-pot included: `stack =
+    behind + pot / 2`; not both), `bet_fractions`, `raise_fractions`, `raise_cap` (an
     integer, or "unlimited"), `range0` / `player0`, `range1` / `player1` (a range
     string, a table hand -> weight or an array of hands), `random_hands`, `seed`,
     and `libratus = "path/to/subgameN.txt"` with optional `top_n` (board, pot, ranges
@@ -107,7 +109,8 @@ def load_poker_config(path: str | os.PathLike, **overrides) -> PokerSubgameSpec:
     """Read a poker subgame TOML file into a `PokerSubgameSpec`.
 
     `overrides` replace keys wherever the file has them (top level or a table), e.g.
-    `random_hands=10`; giving `range0`/`range1` replaces the file's ranges altogether.
+    `random_hands=10`; `behind` replaces the file's `stack` and the reverse; giving
+    `range0`/`range1` replaces the file's ranges altogether.
     """
     path = os.fspath(path)
     try:
@@ -123,6 +126,9 @@ def load_poker_config(path: str | os.PathLike, **overrides) -> PokerSubgameSpec:
         for k in ("range0", "range1", "player0", "player1", "random_hands", "seed"):
             if k not in overrides:
                 data.pop(k, None)
+    for a, b in (("behind", "stack"), ("stack", "behind")):
+        if a in overrides:   # the chips behind given one way replace the file's, given either way
+            data.pop(b, None)
     data.update(overrides)
     return config_from_dict(data, base_dir=os.path.dirname(os.path.abspath(path)), where=path)
 
