@@ -25,6 +25,8 @@ from cfrjax.public.depth import LeafFunction, completed_policy, exact_leaf, exac
 from cfrjax.public.game import PublicGame
 from cfrjax.public.report import NodeReport, load_report, node_report
 from cfrjax.retarget import reset, set_payoffs, set_root_chance
+from cfrjax.plan import Plan, resolve_plan
+from cfrjax.plan import use as use_plan
 from cfrjax.rules import Config
 from cfrjax.shard import solve_sharded
 from cfrjax.spec import GameSpec, SpecError
@@ -40,14 +42,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CertificateError", "CheckpointError", "Chunk", "CompiledGame", "Config", "GameLabels", "GameSpec",
-    "LeafFunction", "NodeReport", "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy",
+    "LeafFunction", "NodeReport", "Plan", "PublicGame", "SolveChunks", "SolverState", "SpecError", "Trace", "average_policy",
     "batch", "batch_axes", "best_response_value", "best_response_values", "checkpoint_info", "compile_game",
     "completed_policy", "current_policy", "datagen", "depth_limited", "enable_compile_cache", "evaluate",
     "evaluate_values", "exact_leaf", "exact_leaf_policy", "exploitability", "expected_value", "expected_values", "form_name", "form_of",
     "from_openspiel_policy", "init", "load_checkpoint", "load_game", "load_policy", "load_report", "lock", "memory",
     "multihost", "node_report", "policy", "profile",
-    "read_efg", "reset", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
+    "read_efg", "reset", "resolve_plan", "save_checkpoint", "save_game", "save_policy", "set_payoffs", "set_root_chance",
     "root_ranges", "set_root_ranges", "shard", "showdown_leaf", "solve", "solve_batch", "solve_batch_to_dir", "solve_chunks", "solve_sharded",
-    "spec_from_openspiel", "step", "strategy_table", "to_openspiel_policy", "uniform_policy", "unlock",
+    "spec_from_openspiel", "step", "strategy_table", "to_openspiel_policy", "uniform_policy", "unlock", "use_plan",
     "value_certificate", "warm_start", "write_efg",
 ]
