@@ -20,6 +20,7 @@ import pytest
 
 import cfrjax
 from cfrjax import iteration
+from cfrjax.kernels import KERNELS
 from cfrjax.public import native
 from cfrjax.public import passes as pp
 from selection import cases
@@ -63,7 +64,8 @@ def _random_state(game, rule, order, dtype, seed=0, t=4):
 
 # Every rule and order on the river; on the turn (its trunk and boards, the same rule
 # code) three of them by default, the others slow (tests/selection.py).
-ALL = [(spot, rule, order) for spot in ("river", "turn") for rule in pp.NATIVE_HALF_RULES
+ALL = [(spot, rule, order) for spot in ("river", "turn") for rule in cfrjax.rules.RULES
+       if KERNELS["native_half"].supports(cfrjax.Config(rule=rule))
        for order in ("alternating", "simultaneous")]
 FAST = [c for c in ALL if c[0] == "river" or c[1:] in {("dcfr", "alternating"), ("cfr+", "simultaneous"),
                                                          ("dcfr-postflop", "alternating")}]

@@ -13,13 +13,14 @@ import numpy as np
 import pytest
 
 import cfrjax
+from cfrjax.kernels import KERNELS
 from cfrjax.public import passes as public_passes
 
 # The CPU's path: on the CPU also on a GPU machine (the `river` game built there too).
 pytestmark = pytest.mark.usefixtures("on_cpu")
 
 RIVER = "games/hunl_river.toml"
-CONFIGS = [(rule, order, "float32") for rule in public_passes.SPOT_HALF_RULES
+CONFIGS = [(rule, order, "float32") for rule in cfrjax.rules.RULES if KERNELS["spot_half"].supports(cfrjax.Config(rule=rule))
            for order in ("simultaneous", "alternating")] + [("dcfr", "alternating", "float64"),
                                                            ("cfr+", "simultaneous", "float64")]
 

@@ -58,6 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax import passes, rules
+from cfrjax.kernels import KERNELS
 from cfrjax.passes import lift
 from cfrjax.plan import plan_of
 from cfrjax.public import native, spot_kernel, terminals, turn_kernel
@@ -545,14 +546,11 @@ def regret_pass(game: PublicGame, sigma_ext, regret, player, leaf=None):
     return _on_platform(lambda cpu: _sweep(game, sigma_ext, lanes, "regret", cpu, regret, leaf)[1:])
 
 
-#: Rules `_spot_half` runs: no prediction, the discount before matching (given), the
-#: average reach-weighted.
-SPOT_HALF_RULES = ("cfr", "cfr+", "lcfr", "dcfr")
 
 
 def _spot_half_applies(game: PublicGame, config, regret, locked, leaf) -> bool:
     first = regret[0] if isinstance(regret, tuple) else regret
-    return (plan_of(game).cpu_spot_half and config is not None and config.rule in SPOT_HALF_RULES and locked is None
+    return (plan_of(game).cpu_spot_half and config is not None and KERNELS["spot_half"].supports(config) and locked is None
             and leaf is None and game.leaf_fn is None and game.num_boards == 1 and not len(game.trunk_levels)
             and bool(game.slot_runs) and first.ndim == 2 and game.weights.ndim == 2)
 
@@ -605,14 +603,11 @@ def _spot_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
     return new, mean, low.astype(comp.dtype)
 
 
-#: Rules `_native_half` runs: no prediction (`dcfr-postflop`'s update discount and
-#: unweighted average are in it).
-NATIVE_HALF_RULES = ("cfr", "cfr+", "lcfr", "dcfr", "dcfr-postflop")
 
 
 def _native_half_applies(game: PublicGame, config, regret, comp, locked, leaf) -> bool:
     first = regret[0] if isinstance(regret, tuple) else regret
-    return (plan_of(game).native_half and config is not None and config.rule in NATIVE_HALF_RULES
+    return (plan_of(game).native_half and config is not None and KERNELS["native_half"].supports(config)
             and (locked is None or jnp.ndim(locked) == 2) and leaf is None and game.leaf_fn is None
             and not game.board_groups and game.trunk_dealt is None and first.ndim == 2 and game.weights.ndim == 2
             and jnp.ndim(game.norm) == 0

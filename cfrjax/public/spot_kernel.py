@@ -28,7 +28,7 @@ matmul and at nodes, Triton's division in regret matching.
 Used (`applies`) for a one-board spot without a trunk (a river spot; no batch axes),
 dense and unraked, float32, on an NVIDIA GPU where the plan has `spot` (`cfrjax.plan`; or
 Pallas's interpreter, the plan's `interpret`, in the tests), for the rules whose hooks are elementwise around a plain regret update
-(`RULES`), locked strategies or not (`cfrjax.locking`), with no leaf function; everything
+(the capabilities `cfrjax.kernels.KERNELS["spot"]` declares), locked strategies or not (`cfrjax.locking`), with no leaf function; everything
 else runs the XLA passes.
 """
 
@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax import rules
+from cfrjax.kernels import KERNELS
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.plan import plan_of
 
@@ -56,9 +57,6 @@ ROWS = 16
 #: 17.7 s to compile against 2.5 s in XLA (0.0234 -> 0.0165 ms/iter). Larger trees run the
 #: XLA passes under simultaneous order (alternating order's kernels hold one lane:
 #: 6.1 s against 5.3 s, 0.0462 -> 0.0329 ms/iter): `Plan.spot_simultaneous_nodes` (32).
-#: The rules run here: regret matching of the (discounted) regret itself, a plain
-#: regret update and the running-mean average (`cfrjax.iteration`).
-RULES = ("cfr", "cfr+", "lcfr", "dcfr")
 
 FOLD, SHOWDOWN = 0, 1
 
@@ -136,7 +134,7 @@ def suits(game, config) -> bool:
     docstring), whatever the platform, the plan and the state: also what
     `PublicGame.compiler_options` asks."""
     p = getattr(game, "forest_plan", None)
-    if p is None or getattr(game, "trunk_plan", None) is not None or config is None or config.rule not in RULES or config.dtype != "float32":
+    if p is None or getattr(game, "trunk_plan", None) is not None or config is None or not KERNELS["spot"].supports(config):
         return False
     if game.raked or game.num_boards != 1 or game.dense_showdown is None or game.terminals == "sorted":
         return False
@@ -377,7 +375,7 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
 
     Args:
       game: a one-board dense `PublicGame` with a `forest_plan` (`applies`).
-      config: the solve's `SolverConfig` (a rule of `RULES`).
+      config: the solve's `SolverConfig` (`KERNELS["spot"].supports` it).
       regret: `[S, H]`, or the players' halves (`cfrjax.iteration.split_slots`): the
         cumulative regrets after this iteration's discount (`rules.discount`).
       avg, comp: the average and its compensation, as `regret` (player's half or whole).

@@ -38,7 +38,7 @@ Same arithmetic as the XLA passes (`cfrjax.public.passes`), equal to float32 rou
 (one step from the same state, compiled on an H200: regrets within 1.3e-8 of the XLA
 passes' at a scale of 0.02). Used (`applies`) for a turn spot (not a flop, not raked,
 sorted terminals, isomorphic river trees), float32, on an
-NVIDIA GPU where the plan has `turn` (`cfrjax.plan`; or Pallas's interpreter), for `spot_kernel.RULES`, locked
+NVIDIA GPU where the plan has `turn` (`cfrjax.plan`; or Pallas's interpreter), for the rules `cfrjax.kernels.KERNELS["turn"]` supports, locked
 strategies or not, no batch axes. The full-range turn, H200, through `cfrjax.solve`,
 off/on in one process (`bench/ab_switch.py`, `bench/results/turn_kernel_switch_h200.jsonl`):
 CFR+ simultaneous 0.278 -> 0.179 ms/iter (kernels per iteration 42 -> 20, compile 2.2 ->
@@ -54,6 +54,7 @@ import jax
 import jax.numpy as jnp
 
 from cfrjax import rules
+from cfrjax.kernels import KERNELS
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.public import showdown_kernel, spot_kernel
 from cfrjax.public.spot_kernel import (FOLD, SHOWDOWN, _backward, _forward, _lock_rows, _match, _matched,
@@ -67,7 +68,7 @@ def suits(game, config) -> bool:
     """Whether `game` and the solve's `config` are of the kind these kernels run."""
     if getattr(game, "trunk_plan", None) is None or game.forest_plan is None or config is None:
         return False
-    if config.rule not in spot_kernel.RULES or config.dtype != "float32" or game.raked or game.board_groups:
+    if not KERNELS["turn"].supports(config) or game.raked or game.board_groups:
         return False
     if game.weights.ndim != 2 or game.dense_showdown is not None or game.terminals == "dense":
         return False
