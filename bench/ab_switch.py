@@ -98,7 +98,7 @@ def main(argv=None):
                            kernels_per_iteration=prof[on]["kernels_per_iteration"],
                            device_us_per_iter=round(prof[on]["device_us_per_iter"], 3), exploitability=ex,
                            exploitability_pct_pot=100 * ex / pot if pot else None, max_regret_diff_between_arms=diff,
-                           top_kernels=prof[on]["kernels"][:8], plan=games[on].plan.describe(), **env)
+                           top_kernels=prof[on]["kernels"][:8], **dict(env, plan=games[on].plan.describe()))
                 records.append(rec)
                 print(json.dumps({k: v for k, v in rec.items() if k not in ("top_kernels", "ms_per_iter_calls")}),
                       flush=True)

@@ -71,7 +71,7 @@ def main(argv=None):
                 rec = dict(bench="per_spot_layout", game="hunl_river_full", boards="per spot", layout=layout, scan=scan, variant=variant,
                            spots=B,
                            rule=rule, order=order, iterations=n, first_call_s=first, ms_per_iter=1e3 * t / n,
-                           solves_per_minute_1000=60.0 * B / (t * 1000 / n), plan=plan.describe(), **environment())
+                           solves_per_minute_1000=60.0 * B / (t * 1000 / n), **dict(environment(), plan=plan.describe()))
                 print(B, rule, order, layout, scan, variant, f"{rec['ms_per_iter']:.3f} ms/iter",
                       f"{rec['solves_per_minute_1000']:,.0f} solves of 1,000/min", flush=True)
                 records.append(rec)

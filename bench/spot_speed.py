@@ -82,15 +82,14 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
                preallocate=os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true"),
                exploitability=float(trace.exploitability[-1]),
                kernel_used="showdown" in plan.pallas and variant != "dense", turn_kernels="turn" in plan.pallas,
-               cuda_showdown="showdown" in plan.pallas and variant != "dense" and plan.cuda_showdown,
-               plan=plan.describe())
+               cuda_showdown="showdown" in plan.pallas and variant != "dense" and plan.cuda_showdown)
     if profile:
         rec.update(time_solve(game, state, 100, repeats=5))
         rec["peak_device_bytes"] = peak_memory_bytes()
         prof = profile_run(lambda: cfrjax.solve(game, state, 20), 20)
         rec.update(kernels_per_iteration=prof["kernels_per_iteration"], device_us_per_iter=prof["device_us_per_iter"],
                    kernels=prof["kernels"][:15])
-    rec.update(environment())
+    rec.update(environment(), plan=plan.describe())
     return rec
 
 
