@@ -164,3 +164,18 @@ def test_presets_overrides_and_validation(river):
     with pytest.raises(ValueError, match="bad Plan.wide_columns -1"):
         cfrjax.Plan(wide_columns=-1)
     assert cplan.plan_of(river) == cfrjax.resolve_plan(river, "cpu")   # no plan: the auto plan of its form
+
+
+def test_command_line_plan_and_verbose(capsys):
+    """`--plan` chooses the plan, `--verbose` prints it, the JSON record names it; an unknown
+    plan is one line and exit code 2."""
+    from cfrjax import cli
+    assert cli.main(["solve", "kuhn_poker", "--iterations", "2", "--plan", "xla", "--verbose", "--json",
+                     "--compile-cache", "off"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out.strip().splitlines()[-1])["plan"]["name"] == "xla"
+    assert "cfrjax: plan xla on cpu" in err
+    with pytest.raises(SystemExit) as e:
+        cli.main(["solve", "kuhn_poker", "--plan", "fast"])
+    assert e.value.code == 2
+    assert "cfrjax: error: argument --plan: invalid choice: 'fast' (choose from 'auto', 'xla')" in capsys.readouterr().err
