@@ -1,24 +1,27 @@
-"""A module switch off and on, side by side in one process (A/B of one code path).
+"""A plan's choice off and on, side by side in one process (A/B of one code path).
 
-    python bench/ab_switch.py cfrjax.public.spot_kernel.ENABLED \
+    python bench/ab_switch.py pallas:spot \
         --games hunl_river_full,libratus:PATH --runs cfr+:simultaneous,dcfr:alternating \
         --out bench/results/ab_spot_kernel_h200.jsonl
 
 For each game (a shipped poker spec or `libratus:PATH`, both in the public form) and
 each `rule:order`, the solve of `--iterations` float32 iterations is compiled through
 `cfrjax`'s own path (`cfrjax.driver.lower_solve`: its compiler options apply, nothing
-locked) once with the switch `False` and once `True`, then both executables are timed
+locked) once with the choice off and once on (`cfrjax.Plan`: `pallas:NAME` a Pallas kernel
+in `Plan.pallas`, or a boolean field such as `native_half`; the other fields the auto
+plan's), then both executables are timed
 alternately (`--rounds` rounds) and profiled (kernels and device microseconds per
 iteration, `bench/kernel_profile.py`). Each record: ms/iter (median and min), compile
 seconds, kernels per iteration, device us per iteration, the float64-evaluated
 exploitability of the average after the solve (% of the pot too) and the largest
-difference of the final regrets between the arms; plus the top kernels of each arm.
+difference of the final regrets between the arms, the plan of the arm; plus the top
+kernels of each arm.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import dataclasses
 import json
 import os
 import sys
@@ -43,27 +46,33 @@ def _game(source: str):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("switch", help="module.ATTRIBUTE, e.g. cfrjax.public.spot_kernel.ENABLED")
+    ap.add_argument("switch", help="a cfrjax.Plan choice: pallas:NAME (a Pallas kernel) or a boolean field, e.g. "
+                                   "native_half")
     ap.add_argument("--games", default="hunl_river_full")
     ap.add_argument("--runs", default="cfr+:simultaneous,dcfr:alternating")
     ap.add_argument("--iterations", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    mod_name, attr = args.switch.rsplit(".", 1)
-    mod = importlib.import_module(mod_name)
+    auto = cfrjax.resolve_plan()
+
+    def plan(on: bool):
+        if args.switch.startswith("pallas:"):
+            name = args.switch.split(":", 1)[1]
+            return dataclasses.replace(auto, pallas=tuple(k for k in auto.pallas if k != name) + ((name,) if on else ()))
+        return dataclasses.replace(auto, **{args.switch: on})
     env = environment()
     N = args.iterations
     for source in args.games.split(","):
-        game = _game(source)
-        pot = float(game.labels.source["poker"].get("pot", 0.0) or 0.0)
+        plain = _game(source)
+        pot = float(plain.labels.source["poker"].get("pot", 0.0) or 0.0)
+        games = {on: cfrjax.use_plan(plain, plan(on)) for on in (False, True)}
         for run in args.runs.split(","):
             rule, order = run.split(":")
-            state = cfrjax.locking.drop_idle_locks(cfrjax.init(game, rule=rule, order=order, dtype="float32"))[0]
+            state = cfrjax.locking.drop_idle_locks(cfrjax.init(plain, rule=rule, order=order, dtype="float32"))[0]
             exe, prof, final = {}, {}, {}
             for on in (False, True):
-                setattr(mod, attr, on)
-                jax.clear_caches()
+                game = games[on]
                 t0 = time.perf_counter()
                 exe[on] = cfrjax.driver.lower_solve(game, state, N).compile()
                 compile_s = time.perf_counter() - t0
@@ -75,13 +84,13 @@ def main(argv=None):
             for _ in range(args.rounds):
                 for on in (False, True):
                     t0 = time.perf_counter()
-                    jax.block_until_ready(exe[on](game, state))
+                    jax.block_until_ready(exe[on](games[on], state))
                     times[on].append(1e3 * (time.perf_counter() - t0) / N)
             diff = float(np.max(np.abs(np.asarray(final[True].regret, np.float64)
                                        - np.asarray(final[False].regret, np.float64))))
             records = []
             for on in (False, True):
-                ex = float(cfrjax.driver.evaluate(game, final[on])[0])   # float64 evaluation
+                ex = float(cfrjax.driver.evaluate(games[on], final[on])[0])   # float64 evaluation
                 rec = dict(bench="ab_switch", switch=args.switch, value=on, game=source, form="public", rule=rule,
                            order=order, dtype="float32", iterations=N, ms_per_iter=float(np.median(times[on])),
                            ms_per_iter_min=float(min(times[on])), ms_per_iter_calls=times[on],
@@ -89,7 +98,7 @@ def main(argv=None):
                            kernels_per_iteration=prof[on]["kernels_per_iteration"],
                            device_us_per_iter=round(prof[on]["device_us_per_iter"], 3), exploitability=ex,
                            exploitability_pct_pot=100 * ex / pot if pot else None, max_regret_diff_between_arms=diff,
-                           top_kernels=prof[on]["kernels"][:8], **env)
+                           top_kernels=prof[on]["kernels"][:8], **dict(env, plan=games[on].plan.describe()))
                 records.append(rec)
                 print(json.dumps({k: v for k, v in rec.items() if k not in ("top_kernels", "ms_per_iter_calls")}),
                       flush=True)

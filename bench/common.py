@@ -33,10 +33,13 @@ def code_commit() -> str | None:
 
 
 def environment() -> dict:
+    """The machine and code of a record, and `plan`: the auto plan here (`cfrjax.plan`),
+    what a game without a plan of its own runs (a record of another plan names its own)."""
     dev = jax.devices()[0]
     return dict(backend=jax.default_backend(), device=str(dev.device_kind), jax=jax.__version__,
                 jaxlib=jax.lib.__version__ if hasattr(jax.lib, "__version__") else jax.__version__,
-                host=platform.node(), cpu_count=os.cpu_count(), commit=code_commit())
+                host=platform.node(), cpu_count=os.cpu_count(), commit=code_commit(),
+                plan=cfrjax.resolve_plan().describe())
 
 
 def peak_memory_bytes():

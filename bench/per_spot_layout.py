@@ -1,5 +1,5 @@
 """Experiment: a batch of river spots with a board per spot, its sorted showdown run
-batch-last or batch-first (`cfrjax.public.terminals.BATCH_FIRST_MIN_SUBGAMES` set
+batch-last or batch-first (`cfrjax.Plan.batch_first_min_subgames` set
 to more or fewer than the batch), same batch,
 same executable otherwise; ms per iteration of the whole batch and solves of
 `--iterations` per minute. Records: `bench/results/per_spot_layout.jsonl`.
@@ -20,6 +20,7 @@ import jax
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import cfrjax  # noqa: E402
 from cfrjax import datagen  # noqa: E402
 from cfrjax.batch import init_batch, solve_batch  # noqa: E402
 from cfrjax.public import terminals  # noqa: E402
@@ -52,23 +53,25 @@ def main(argv=None):
             combos = [(x, y, v) for x in a.layouts.split(",") for y in a.scans.split(",") for v in a.variants.split(",")]
             for layout, scan, variant in combos:
                 terminals._showdown_batch_first = VARIANTS[variant] or library_batch_first
-                terminals.BATCH_FIRST_MIN_SUBGAMES = 0 if layout == "batch_first" else B + 1
+                plan = dataclasses.replace(cfrjax.resolve_plan(), batch_first_min_subgames=0 if layout == "batch_first"
+                                           else B + 1)
+                planned = cfrjax.use_plan(games, plan)
                 terminals.exclusive_prefix = (library_prefix if scan == "cumsum" else
                                               lambda x, cpu: library_prefix(x, True))
-                jax.clear_caches()
+                jax.clear_caches()   # the functions replaced above are not in jit's key
                 t0 = time.perf_counter()
-                jax.block_until_ready(solve_batch(games, states, n))
+                jax.block_until_ready(solve_batch(planned, states, n))
                 first = time.perf_counter() - t0
                 times = []
                 for _ in range(a.repeats):
                     t0 = time.perf_counter()
-                    jax.block_until_ready(solve_batch(games, states, n))
+                    jax.block_until_ready(solve_batch(planned, states, n))
                     times.append(time.perf_counter() - t0)
                 t = min(times)
                 rec = dict(bench="per_spot_layout", game="hunl_river_full", boards="per spot", layout=layout, scan=scan, variant=variant,
                            spots=B,
                            rule=rule, order=order, iterations=n, first_call_s=first, ms_per_iter=1e3 * t / n,
-                           solves_per_minute_1000=60.0 * B / (t * 1000 / n), **environment())
+                           solves_per_minute_1000=60.0 * B / (t * 1000 / n), **dict(environment(), plan=plan.describe()))
                 print(B, rule, order, layout, scan, variant, f"{rec['ms_per_iter']:.3f} ms/iter",
                       f"{rec['solves_per_minute_1000']:,.0f} solves of 1,000/min", flush=True)
                 records.append(rec)

@@ -53,14 +53,16 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     from cfrjax.forms import starting_pot
     from cfrjax.games.poker import load_poker_config
     from cfrjax.games.poker.public import build_public
-    from cfrjax.public import cuda_showdown, showdown_kernel, turn_kernel
+    import dataclasses
     from common import environment, peak_memory_bytes, time_solve
     from kernel_profile import profile_run
 
     enable_compile_cache(cache)
-    showdown_kernel.ENABLED = variant != "sorted"
-    turn_kernel.ENABLED = variant in ("turn_kernels", "turn_kernels_pallas")
-    cuda_showdown.ENABLED = cuda_showdown.ENABLED and variant != "turn_kernels_pallas"
+    auto = cfrjax.resolve_plan()
+    off = {"showdown"} if variant == "sorted" else set()
+    off |= set() if variant in ("turn_kernels", "turn_kernels_pallas") else {"turn"}
+    plan = dataclasses.replace(auto, pallas=tuple(k for k in auto.pallas if k not in off),
+                               cuda_showdown=auto.cuda_showdown and variant != "turn_kernels_pallas")
     t_init = time.perf_counter()
     # The runtime up (as after imports in a user's script), timed apart: the backend and
     # its memory pool (XLA reserves the GPU's memory on the first transfer, 2-2.5 s on an
@@ -68,6 +70,7 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     jax.block_until_ready(jax.device_put(0.0))
     t0 = time.perf_counter()
     game = build_public(load_poker_config(cfrjax.load.spec_path(spot)), terminals="dense" if variant == "dense" else "sorted")
+    game = cfrjax.use_plan(game, plan)
     build_s = time.perf_counter() - t0
     state = cfrjax.init(game, rule="dcfr", order="alternating", dtype="float32")
     target = 0.003 * starting_pot(game)
@@ -77,16 +80,16 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
                import_s=t_init - t_start, backend_init_s=t0 - t_init, wall_to_target_s=wall,
                wall_with_backend_s=wall + (t0 - t_init), target=target, stop_iteration=int(trace.iteration[-1]),
                preallocate=os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "true"),
-               exploitability=float(trace.exploitability[-1]), kernel_used=showdown_kernel.ENABLED and variant != "dense",
-               turn_kernels=turn_kernel.ENABLED,
-               cuda_showdown=showdown_kernel.ENABLED and variant != "dense" and cuda_showdown.available())
+               exploitability=float(trace.exploitability[-1]),
+               kernel_used="showdown" in plan.pallas and variant != "dense", turn_kernels="turn" in plan.pallas,
+               cuda_showdown="showdown" in plan.pallas and variant != "dense" and plan.cuda_showdown)
     if profile:
         rec.update(time_solve(game, state, 100, repeats=5))
         rec["peak_device_bytes"] = peak_memory_bytes()
         prof = profile_run(lambda: cfrjax.solve(game, state, 20), 20)
         rec.update(kernels_per_iteration=prof["kernels_per_iteration"], device_us_per_iter=prof["device_us_per_iter"],
                    kernels=prof["kernels"][:15])
-    rec.update(environment())
+    rec.update(environment(), plan=plan.describe())
     return rec
 
 

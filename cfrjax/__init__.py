@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from cfrjax.public.game import PublicGame
     from cfrjax.public.report import NodeReport, load_report, node_report
     from cfrjax.retarget import reset, set_payoffs, set_root_chance
+    from cfrjax.plan import Plan, resolve_plan
+    from cfrjax.plan import use as use_plan
     from cfrjax.rules import Config
     from cfrjax.shard import solve_sharded
     from cfrjax.spec import GameSpec, SpecError

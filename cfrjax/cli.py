@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"with --target: stop after N iterations in all if the target is not met (default "
                         f"{TARGET_MAX_ITERATIONS}; not with --iterations)")
     _solver_options(s)
+    _plan_options(s)
     s.add_argument("--chance", choices=("folded", "explicit"), default="folded")
     s.add_argument("--eval-every", type=int, default=None,
                    help="evaluate exploitability every K iterations (default: 10 evaluations; with --target: see "
@@ -121,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--chunk", type=int, default=None, metavar="K",
                    help="iterations between two writes of the shard (default: a tenth of --iterations)")
     _solver_options(b)
+    _plan_options(b)
     b.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                    help="process 0's address and a free port, the same on every process (default: "
                         "$CFRJAX_COORDINATOR, else the first host of $SLURM_STEP_NODELIST)")
@@ -161,6 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--num-workers", type=int, default=None, metavar="N",
                    help="independent workers filling one dataset (default: $SLURM_ARRAY_TASK_COUNT, else 1)")
     _solver_options(d)
+    _plan_options(d)
     d.add_argument("--json", action="store_true", help="print one JSON object (the summary) as the last stdout line")
 
     sh = sub.add_parser("show", help="a poker spot's hand x action table at a public node (strategy, EV, equity), "
@@ -412,6 +415,22 @@ def _load_game_quietly(source: str, chance: str, form: str | None = None):
     return game
 
 
+def _plan_options(p) -> None:
+    """`--plan` and `--verbose` of `solve`, `solve-batch` and `datagen`."""
+    from cfrjax.plan import PRESETS
+
+    p.add_argument("--plan", choices=PRESETS, default="auto",
+                   help="implementations to run (cfrjax.plan): auto (native code on a CPU, CUDA and Pallas kernels on "
+                        "an NVIDIA GPU, where they build) or xla (the XLA passes alone); the JSON record names it")
+    p.add_argument("--verbose", action="store_true", help="print the plan that runs to stderr")
+
+
+def _say_plan(args, plan) -> None:
+    """Print `plan` to stderr under `--verbose`."""
+    if args.verbose:
+        print(f"cfrjax: plan {plan.summary()}", file=sys.stderr)
+
+
 #: XLA's switch for reserving most of a GPU's memory at the first transfer (its own variable).
 _PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
 
@@ -465,7 +484,9 @@ def _solve(args) -> dict:
     t0 = time.perf_counter()
     with _Status(f"building {args.game} ..."):
         game = _load_game_quietly(args.game, args.chance, args.form)
+        game = cfrjax.use_plan(game, args.plan)
     build_s = time.perf_counter() - t0
+    _say_plan(args, game.plan)
     pot = starting_pot(game)  # poker spots: exploitability also in % of the starting pot
     target = None if args.target is None else target_chips(args.target, pot, game.name)
     if args.save_policy:  # the form's default extension; a .json too large refused before solving
@@ -565,7 +586,8 @@ def _solve(args) -> dict:
                   backend=jax.default_backend(), jax=jax.__version__, build_s=round(build_s, 4),
                   preallocate=os.environ.get(_PREALLOCATE), trace_s=round(run.trace_s, 4),
                   compile_s=round(run.compile_s, 4), compile_cache=compiled.cache(cache), solve_s=round(solve_s, 4),
-                  eval_s=round(run.eval_s, 4), ms_per_iter=1e3 * solve_s / max(1, ran))
+                  eval_s=round(run.eval_s, 4), ms_per_iter=1e3 * solve_s / max(1, ran),
+                  plan=game.plan.describe())
     if target is not None:
         record.update(target=target, target_pct_pot=None if pot is None else 100 * target / pot,
                       target_reached=run.reached is not None, seconds_to_target=reached_s,
@@ -620,13 +642,14 @@ def _solve_batch(args) -> dict:
         print(f"cfrjax: process {info['process_id']} of {info['num_processes']}: {info['game']}, rows "
               f"[{info['rows'][0]}, {info['rows'][1]}) of {args.batch} on {info['local_devices']} of "
               f"{info['devices']} devices; solving", file=sys.stderr, flush=True)
+        _say_plan(args, info["plan"])
 
     timeouts = {k: v for k, v in (("initialization_timeout", args.init_timeout),
                                   ("heartbeat_timeout", args.heartbeat_timeout)) if v is not None}
     return multihost.solve_batch_to_dir(
         args.game, args.out, batch=args.batch, iterations=args.iterations, seed=args.seed, form=args.form,
         rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype, chunk=args.chunk,
-        cluster=cluster, resume=not args.restart, on_ready=ready, target=args.target,
+        cluster=cluster, resume=not args.restart, on_ready=ready, target=args.target, plan=args.plan,
         on_chunk=(lambda _: time.sleep(delay)) if delay else None, **timeouts)
 
 
@@ -683,6 +706,9 @@ def _datagen(args) -> int:
                                    iterations=args.iterations, rule=args.rule, order=args.order,
                                    averaging=args.averaging, dtype=args.dtype, seed=args.seed, board=args.board)
     enable_compile_cache(args.compile_cache)
+    from cfrjax.plan import resolve_plan
+    plan = resolve_plan(choice=args.plan)
+    _say_plan(args, plan)
     delay = float(os.environ.get(_CHUNK_DELAY_ENV, "0") or 0)
 
     def slow(shard):  # test hook: a pause after each shard, announced, so a test can interrupt a run
@@ -691,7 +717,7 @@ def _datagen(args) -> int:
 
     with _Stop() as stop:
         r = datagen.generate(config, args.out, worker=args.worker, num_workers=args.num_workers, progress=None,
-                             stop=lambda: stop.signum is not None, on_shard=slow if delay else None)
+                             stop=lambda: stop.signum is not None, on_shard=slow if delay else None, plan=plan)
     done = r["skipped"] + r["written"]
     if args.json:
         print(json.dumps(dict(r, out=args.out, stopped_by=None if stop.signum is None else

@@ -48,19 +48,70 @@ and its form module provides the passes:
     `regret_pass` and the generic updates (`cfrjax.iteration`). `average` is
     `cfrjax.iteration._average_update`'s: compensated in float32, plain in float64.
 
-Dispatch is on the game's type (`form_of`); a form is registered once, here.
+Dispatch is on the game's type (`form_of`); a form is registered once, here. The two
+lists above are typed as `Game` (the game class) and `Passes` (its form module), two
+`typing.Protocol`s every form satisfies (`tests/test_forms.py` runs both through them).
 """
 
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any, Protocol, runtime_checkable
 
 from cfrjax import tabular
 from cfrjax.game import CompiledGame
 from cfrjax.public import passes as public_passes
 from cfrjax.public.game import PublicGame
 
-__all__ = ["FORMS", "form_name", "form_of", "raked", "starting_pot"]
+__all__ = ["FORMS", "Game", "Passes", "form_name", "form_of", "raked", "starting_pot"]
+
+
+@runtime_checkable
+class Game(Protocol):
+    """What a compiled game of any form declares (module docstring). Slot arrays are
+    `slot_shape`: `[S]` (tabular) or `[S, H]` (public), a batch adding axes."""
+
+    RETARGETABLE: dict
+    slot_infoset: Any
+    infoset_slot_start: Any
+    slot_uniform: Any
+    num_slots: int
+    num_infosets: int
+    slot_split: int
+    max_actions: int
+    reduction: str
+    labels: Any
+    plan: Any
+
+    @property
+    def slot_shape(self) -> tuple: ...
+
+    @property
+    def name(self) -> str: ...
+
+    def sizes(self) -> dict: ...
+
+    def infoset_index(self, key): ...
+
+
+@runtime_checkable
+class Passes(Protocol):
+    """What a form's module provides (module docstring; `fused_half` and `evaluation` are
+    optional and not part of it). Modules satisfy it with plain functions."""
+
+    def regret_pass(self, game, sigma_ext, regret, player): ...
+
+    def best_response_values(self, game, policy): ...
+
+    def expected_value(self, game, policy): ...
+
+    def expected_values(self, game, policy): ...
+
+    def strategy_rows(self, game, policy) -> list: ...
+
+    def infosets(self, game): ...
+
+    def scratch_elements(self, game, order: str) -> dict: ...
 
 #: Game type -> (form name, module of its passes).
 FORMS: dict[type, tuple[str, ModuleType]] = {

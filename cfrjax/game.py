@@ -178,6 +178,8 @@ class CompiledGame:
         if self.reduction not in REDUCTIONS:
             raise ValueError(f"unknown reduction {self.reduction!r}; allowed: {', '.join(map(repr, REDUCTIONS))}")
     labels: GameLabels | None = dataclasses.field(metadata=dict(static=True), default=None)
+    #: The implementation plan (`cfrjax.plan.Plan`; `None`: the auto plan, `plan_of`).
+    plan: Any = dataclasses.field(metadata=dict(static=True), default=None)
 
     #: Re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one game's leaf.
     RETARGETABLE = {k: 1 for k in _FLOAT_FIELDS}

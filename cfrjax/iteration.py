@@ -53,6 +53,7 @@ import jax.numpy as jnp
 
 from cfrjax import passes, rules
 from cfrjax.forms import form_of
+from cfrjax.plan import plan_of
 from cfrjax.rules import mean_coefficient
 from cfrjax.state import SolverState
 
@@ -208,13 +209,12 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
             (out[0] if out else leaf), kept)
 
 
-#: From this many columns per slot (hands times batch) an iteration keeps player 1's
-#: strategy rows for its second half and matches the stored regrets (`_half`'s `kept`,
+#: From `Plan.wide_columns` columns per slot (hands times batch) an iteration keeps player
+#: 1's strategy rows for its second half and matches the stored regrets (`_half`'s `kept`,
 #: `stored`); smaller solves are kernel launches, not bytes, and keep the plain form.
 #: H200, DCFR alternating, river spots of 1,081 hands, ms/iter
 #: (`bench/results/ab_matching_kernel_h200.jsonl`): one spot 0.080 -> 0.100 with them,
-#: 128 spots 0.176 -> 0.181, 1,024 spots 0.783 -> 0.762, 8,192 spots 5.83 -> 5.38.
-WIDE_COLUMNS = 1 << 18
+#: 128 spots 0.176 -> 0.181, 1,024 spots 0.783 -> 0.762, 8,192 spots 5.83 -> 5.38 (1 << 18).
 
 
 def _columns(regret) -> int:
@@ -234,7 +234,7 @@ def split_step(game, state: SolverState) -> SolverState:
     w_new = a_t * state.avg_weight + b_t
     t_prev = state.iteration.astype(dt)
     regret = jax.tree.map(lambda r: rules.discount(cfg, r, t_prev), state.regret)
-    wide = _columns(state.regret) >= WIDE_COLUMNS
+    wide = _columns(state.regret) >= plan_of(game).wide_columns
     raw = (state.regret, rules.discount_factors(cfg, t_prev))
     stored = raw if wide else None
     avg, comp, pred, leaf = state.avg, state.avg_comp, state.prediction, state.leaf

@@ -27,30 +27,28 @@ import jax.numpy as jnp
 
 from cfrjax.pallas_gpu import nvidia_gpu, pow2
 
-#: Use the kernel on NVIDIA GPUs (set False to run the XLA form there).
-ENABLED = True
-#: Run the kernel in Pallas's interpreter (tests on CPU); on a GPU it compiles (Triton).
-INTERPRET = False
 #: Columns per program and warps per program.
 BLOCK, WARPS = 1024, 4
 #: Sets at most this wide run as the kernel; wider ones stay in XLA.
 MAX_ACTIONS = 8
-#: Fewer columns (hands times batch) than this stay in XLA, where the pass fuses with
-#: its neighbours: H200, DCFR alternating, river spots (1,081 hands) with a board each,
-#: ms per iteration (`bench/results/ab_matching_kernel_h200.jsonl`): 8,192 spots 5.63 ->
-#: 5.44 with the kernel, 1,024 spots 0.759 -> 0.757, 128 spots 0.171 -> 0.180.
-MIN_COLUMNS = 1 << 22
+#: Where the plan's threshold (`Plan.matching_min_columns`, fewer columns stay in XLA,
+#: where the pass fuses with its neighbours) comes from: H200, DCFR alternating, river
+#: spots (1,081 hands) with a board each, ms per iteration
+#: (`bench/results/ab_matching_kernel_h200.jsonl`): 8,192 spots 5.63 -> 5.44 with the
+#: kernel, 1,024 spots 0.759 -> 0.757, 128 spots 0.171 -> 0.180 (1 << 22 columns).
 
 
-def used(x, widest: int) -> bool:
+def used(x, widest: int, plan) -> bool:
     """Whether regret matching of float32 regrets `x [S, ...]` with sets of at most
-    `widest` actions runs as this kernel: on an NVIDIA GPU while `ENABLED`, from
-    `MIN_COLUMNS` columns (or interpreted, `INTERPRET`, at any size)."""
-    if x.dtype != jnp.float32 or not ENABLED or widest > MAX_ACTIONS or x.size == 0:
+    `widest` actions runs as this kernel under `plan` (`cfrjax.plan.Plan`): on an NVIDIA
+    GPU where the plan has it, from `plan.matching_min_columns` columns (or interpreted,
+    at any size)."""
+    interpret = "matching" in plan.interpret
+    if x.dtype != jnp.float32 or widest > MAX_ACTIONS or x.size == 0 or not plan.pallas_on("matching", True):
         return False
-    if x.size // x.shape[0] < MIN_COLUMNS and not INTERPRET:
+    if x.size // x.shape[0] < plan.matching_min_columns and not interpret:
         return False
-    return INTERPRET or nvidia_gpu()
+    return interpret or nvidia_gpu()
 
 
 def _kernel(x_ref, y_ref, first_ref, count_ref, pos_ref, neg_ref, uni_ref, out_ref, *, N, F, A, split):
@@ -78,7 +76,7 @@ def _kernel(x_ref, y_ref, first_ref, count_ref, pos_ref, neg_ref, uni_ref, out_r
     plt.store(out_ref.at[rows, cols], jnp.where(total > 0, p / jnp.where(total > 0, total, 1.0), uniform), mask=live)
 
 
-def regret_matching(x, first, count, uniform, widest: int, factors=None):
+def regret_matching(x, first, count, uniform, widest: int, factors=None, interpret: bool = False):
     """Regret matching of `x [S, *rest]` (float32) by sets of consecutive slots (a set's
     slots all in one part of `x`).
 
@@ -91,6 +89,7 @@ def regret_matching(x, first, count, uniform, widest: int, factors=None):
       widest: static, the widest set (`<= MAX_ACTIONS`).
       factors: `None` or `(pos, neg)`, each `[*batch]` (the trailing axes of `x`) or a
         scalar: the discount `x * where(x > 0, pos, neg)` applied first.
+      interpret: run in Pallas's interpreter (any platform) instead of compiled (Triton).
 
     Returns:
       `[S, *rest]` the strategy.
@@ -118,6 +117,6 @@ def regret_matching(x, first, count, uniform, widest: int, factors=None):
     out = pl.pallas_call(
         functools.partial(_kernel, N=N, F=F, A=A, split=split if len(parts) > 1 else S),
         out_shape=jax.ShapeDtypeStruct((S, N), x.dtype), grid=(first.shape[0], pl.cdiv(N, BLOCK)),
-        interpret=INTERPRET, compiler_params=plt.CompilerParams(num_warps=WARPS), name="cfrjax_regret_matching")(
+        interpret=interpret, compiler_params=plt.CompilerParams(num_warps=WARPS), name="cfrjax_regret_matching")(
             *flat, first.astype(jnp.int32), count.astype(jnp.int32), pos, neg, uniform.astype(x.dtype))
     return out.reshape(shape)

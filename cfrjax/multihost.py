@@ -518,14 +518,15 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
                        dtype: str = "float32", chunk: int | None = None, cluster: Cluster | None = None,
                        initialization_timeout: int = INITIALIZATION_TIMEOUT,
                        heartbeat_timeout: int = HEARTBEAT_TIMEOUT, resume: bool = True, on_chunk=None,
-                       on_ready=None, target: float | str | None = None) -> dict:
+                       on_ready=None, target: float | str | None = None, plan="auto") -> dict:
     """Start the distributed runtime (`cluster`, default `cluster_config()`), load `game`
     (anything `cfrjax.load_game` takes: a shipped spec name, a `.toml`, ...), build
     `random_batch(game, batch, seed)` and solve this process's rows with `solve_shards`
     (`target`: an exploitability, or `"x%"` of the spot's starting pot, as `cfrjax solve
-    --target`).
-    `on_ready(summary)` is called once the game is built and the rows are known. Returns
-    `solve_shards`'s summary. What `cfrjax solve-batch` runs, on every process."""
+    --target`). `on_ready(summary)` is called once the game is built and the rows are
+    known. `plan`: the implementation plan (`cfrjax.plan.resolve_plan`'s choice: "auto",
+    "xla" or a `Plan`). Returns `solve_shards`'s summary with the plan that ran
+    (`Plan.describe`). What `cfrjax solve-batch` runs, on every process."""
     cluster = cluster_config() if cluster is None else cluster
     initialize(cluster, initialization_timeout=initialization_timeout, heartbeat_timeout=heartbeat_timeout)
     from cfrjax.forms import starting_pot
@@ -533,7 +534,8 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
 
     source = game if isinstance(game, str) else getattr(game, "name", "game")
     t0 = time.perf_counter()
-    g = load_game(game, form=form)
+    from cfrjax.plan import use
+    g = use(load_game(game, form=form), plan)
     build_s = time.perf_counter() - t0
     mesh = _shard.batch_mesh()
     if batch % mesh.devices.size:
@@ -543,9 +545,11 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
     if on_ready is not None:
         lo, hi = _shard.process_rows(batch, mesh)
         on_ready(dict(game=g.name, process_id=jax.process_index(), num_processes=jax.process_count(),
-                      rows=[lo, hi], local_devices=len(jax.local_devices()), devices=int(mesh.devices.size)))
+                      rows=[lo, hi], local_devices=len(jax.local_devices()), devices=int(mesh.devices.size),
+                      plan=g.plan))
     out = solve_shards(games, iterations, out_dir, rule=rule, order=order, averaging=averaging, dtype=dtype,
                        chunk=chunk, mesh=mesh, meta=dict(source=source, seed=seed, build_s=build_s),
                        target=None if target is None else target_chips(str(target), starting_pot(g), g.name),
                        resume=resume, on_chunk=on_chunk)
-    return dict(out, build_s=build_s, cluster_source=cluster.source, coordinator=cluster.coordinator)
+    return dict(out, build_s=build_s, cluster_source=cluster.source, coordinator=cluster.coordinator,
+                plan=g.plan.describe())

@@ -43,6 +43,7 @@ import numpy as np
 from cfrjax import matching_kernel
 from cfrjax.game import CompiledGame
 from cfrjax.host import default_platform
+from cfrjax.plan import plan_of
 
 #: Segments at most this wide are summed by an unrolled chain of adds, in member order
 #: (as a sequential scatter-add adds); wider ones by a reduction.
@@ -215,11 +216,13 @@ def regret_matching(game: CompiledGame, regret, player=None, factors=None, kerne
         regret = jnp.concatenate(regret)
     lo, hi = (0, regret.shape[0]) if player is None else slot_range(game, player)
     runs = _runs_within(getattr(game, "slot_runs", ()), lo, hi)
-    if runs and (factors is not None or kernel) and matching_kernel.used(regret, max(a for _, _, a in runs)):
+    plan = plan_of(game)
+    if runs and (factors is not None or kernel) and matching_kernel.used(regret, max(a for _, _, a in runs), plan):
         first = np.concatenate([lo_ + a * np.arange(n) for lo_, n, a in runs]).astype(np.int32)
         count = np.concatenate([np.full(n, a) for _, n, a in runs]).astype(np.int32)
         run = lambda: matching_kernel.regret_matching(   # noqa: E731
-            parts, jnp.asarray(first), jnp.asarray(count), game.slot_uniform[lo:hi], int(count.max()), factors)
+            parts, jnp.asarray(first), jnp.asarray(count), game.slot_uniform[lo:hi], int(count.max()), factors,
+            interpret="matching" in plan.interpret)
     else:
         run = None
     if factors is not None:

@@ -15,12 +15,13 @@ processes):
 
 * the function (module, name, line and code) and its static arguments;
 * the dynamic arguments' tree structure with every node's static metadata (sizes,
-  configs, encoded field by field; labels by their `fingerprint`, as they compare) and
-  each leaf's shape, dtype and weak type;
+  configs, the game's implementation plan (`cfrjax.plan.Plan`), encoded field by field;
+  labels by their `fingerprint`, as they compare) and each leaf's shape, dtype and weak
+  type;
 * the jax and jaxlib versions, the device kind and platform version, `XLA_FLAGS`, the
   configuration jit traces under (x64, the default device, matmul precision);
-* a digest of cfrjax's source files and of every upper-case module constant of the
-  loaded cfrjax modules (switches such as `showdown_kernel.ENABLED`, block sizes).
+* a digest of cfrjax's source files (module constants such as block sizes are source;
+  every choice of implementation is the plan's, in the game's static metadata).
 
 Not kept (they run through jit as before): functions with a closure; static metadata that
 is not plain data (a depth-limited game's leaf function); arguments not all on the
@@ -42,7 +43,6 @@ import inspect
 import io
 import os
 import pickle
-import sys
 import tempfile
 
 import jax
@@ -159,34 +159,6 @@ def _source_digest() -> str:
     return h.hexdigest()
 
 
-#: Upper-case attribute names of each loaded cfrjax module (`_switches`), found once.
-_SWITCH_NAMES: dict = {}
-#: `(value, its plain encoding or None)` of each switch, by `(module, attribute)`.
-_SWITCH_VALUES: dict = {}
-
-
-def _switches() -> tuple:
-    """Every upper-case module constant of plain data in the loaded cfrjax modules (read
-    at each call: a test or a benchmark may set one)."""
-    out = []
-    for name in sorted(n for n in sys.modules if n == "cfrjax" or n.startswith("cfrjax.")):
-        module = sys.modules[name]
-        attrs = _SWITCH_NAMES.get(name)
-        if attrs is None:
-            attrs = _SWITCH_NAMES[name] = tuple(sorted(a for a in vars(module) if a.isupper() and not a.startswith("_")))
-        for attr in attrs:
-            value = getattr(module, attr, None)
-            seen = _SWITCH_VALUES.get((name, attr))
-            if seen is None or seen[0] is not value:   # a constant set anew is encoded anew
-                try:
-                    seen = _SWITCH_VALUES[(name, attr)] = (value, _plain(value))
-                except Unkept:
-                    seen = _SWITCH_VALUES[(name, attr)] = (value, None)
-            if seen[1] is not None:
-                out.append((name, attr, seen[1]))
-    return tuple(out)
-
-
 @functools.cache
 def _multi_process() -> bool:
     """Whether this is one of several processes (`jax.distributed`; fixed once the backend
@@ -231,7 +203,7 @@ def key(fun, statics: dict, dynamic) -> str:
     if code is None or getattr(fun, "__closure__", None):
         raise Unkept("only plain module-level functions are kept (no closure)")
     ident = (fun.__module__, fun.__qualname__, code.co_firstlineno, _code(code), _plain(statics), _tree(treedef), avals, _environment(),
-             _source_digest(), _switches())
+             _source_digest())
     digest = _DIGESTS.get(ident)
     if digest is None:
         if len(_DIGESTS) >= 1024:

@@ -112,6 +112,32 @@ DISCOUNT_AT_UPDATE = ("dcfr-postflop",)
 UNWEIGHTED_AVERAGE = ("dcfr-postflop",)
 
 
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """What a rule needs of an implementation of the iteration, by property instead of by
+    name (`capabilities`; a kernel declares the ones it implements, `cfrjax.kernels`).
+
+    Attributes:
+      predictive: matched against regret plus a prediction (the prediction buffer).
+      clamped: the cumulative regret clamped at zero after each update.
+      discount_at_update: the updating player's regrets discounted after matching
+        (`update_discount`), not all regrets before it.
+      unweighted_average: the average of the strategies themselves, not reach-weighted.
+    """
+
+    predictive: bool = False
+    clamped: bool = False
+    discount_at_update: bool = False
+    unweighted_average: bool = False
+
+
+def capabilities(config: "Config") -> Capabilities:
+    """The `Capabilities` `config`'s rule needs."""
+    r = config.rule
+    return Capabilities(predictive=r in PREDICTIVE, clamped=r in CLAMPED, discount_at_update=r in DISCOUNT_AT_UPDATE,
+                        unweighted_average=r in UNWEIGHTED_AVERAGE)
+
+
 def _check(name: str, value, allowed) -> None:
     if value not in allowed:
         raise ValueError(f"unknown {name} {value!r}; allowed: {', '.join(map(repr, allowed))}")

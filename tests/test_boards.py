@@ -193,12 +193,11 @@ def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
     nb, _, H = tables["sd_sorted"].shape
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
     x = jnp.asarray(np.random.default_rng(3).random((H, 3, nb)))
-    run = lambda: jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, False))(board, x)   # noqa: E731
-    monkeypatch.setattr(pt, "BATCH_FIRST_MIN_SUBGAMES", 0)
-    first = np.asarray(run())
-    monkeypatch.setattr(pt, "BATCH_FIRST_MIN_SUBGAMES", nb + 1)
-    last = np.asarray(run())
-    one = np.stack([pt._showdown_sorted_hm({k: jnp.asarray(tables[k][i, 0]) for k in board}, x[..., i], False)
+    run = lambda n: jax.jit(lambda b, v: pt._showdown_sorted_hm(   # noqa: E731
+        b, v, False, cfrjax.Plan(batch_first_min_subgames=n)))(board, x)
+    first = np.asarray(run(0))
+    last = np.asarray(run(nb + 1))
+    one = np.stack([pt._showdown_sorted_hm({k: jnp.asarray(tables[k][i, 0]) for k in board}, x[..., i], False, None)
                     for i in range(nb)], -1)
     if jax.default_backend() == "cpu":
         assert np.array_equal(first, last) and np.array_equal(first, one)
@@ -208,16 +207,16 @@ def test_batch_first_showdown_equals_batch_last(monkeypatch, lists):
         np.testing.assert_allclose(first, one, rtol=0, atol=tol)
 
 
-def _showdown_kernel_form(cuda: bool, monkeypatch):
-    """Switch the showdown kernel's form: the CUDA kernel (`cfrjax.public.cuda_showdown`,
-    an NVIDIA GPU with `nvcc` only: skipped elsewhere) or the Pallas one (compiled on an
-    NVIDIA GPU, else in Pallas's interpreter)."""
-    from cfrjax.public import cuda_showdown, showdown_kernel
-    monkeypatch.setattr(showdown_kernel, "INTERPRET", jax.default_backend() != "gpu")
-    monkeypatch.setattr(cuda_showdown, "ENABLED", cuda)
-    jax.clear_caches()   # the form is chosen while tracing: a cached trace of the other one must not be reused
+def _showdown_kernel_form(cuda: bool, **fields):
+    """A plan with the showdown kernel in one form: the CUDA kernel (`cfrjax.public.
+    cuda_showdown`, an NVIDIA GPU with `nvcc` only: skipped elsewhere) or the Pallas one
+    (compiled on an NVIDIA GPU, else in Pallas's interpreter); `fields`: more of the plan."""
+    from cfrjax.public import cuda_showdown
     if cuda and not cuda_showdown.available():
         pytest.skip(f"the CUDA showdown kernel is not available: {cuda_showdown.why_unavailable()}")
+    gpu = jax.default_backend() == "gpu"
+    return cfrjax.Plan(pallas=("showdown",) if gpu else (), interpret=() if gpu else ("showdown",), cuda_showdown=cuda,
+                       **fields)
 
 
 def _runs_cuda(fn, *args) -> bool:
@@ -237,10 +236,9 @@ def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(cuda, monkeypa
     tables = _padded_tables(2, 7, combos=120)
     tb = {k: jnp.asarray(tables[k][:, 0]) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}   # [B, ...]
     B, H = tb["sd_sorted"].shape
-    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
+    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None, plan=_showdown_kernel_form(cuda))
     r = jnp.asarray(np.random.default_rng(1).random((B, 2, 1, H, 3)), jnp.float32)     # per board [K, L, H, batch]
     f = lambda b, v: pt.showdown_diff(game, b, v, False)                               # noqa: E731
-    _showdown_kernel_form(cuda, monkeypatch)
 
     def kernel_calls(fn, *args):
         """Shapes of the reach going into each showdown kernel call of `fn`'s trace."""
@@ -248,7 +246,7 @@ def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(cuda, monkeypa
         return [e.invars[0].aval.shape for e in jaxpr.eqns if e.primitive.name == "custom_vmap_call"]
 
     exact = np.stack([np.asarray(pt._rows(jnp.asarray(r[i], jnp.float64), lambda x: pt._showdown_sorted_hm(
-        {k: tb[k][i] for k in tb}, x, False))) for i in range(B)]) if jax.config.jax_enable_x64 else None
+        {k: tb[k][i] for k in tb}, x, False, None))) for i in range(B)]) if jax.config.jax_enable_x64 else None
     r_first = jnp.moveaxis(r, -1, 0)                                                  # [3, B, K, L, H]
     stacked = jax.tree.map(lambda t: jnp.stack([t] * 3), tb)
     by_ranges, by_tables = jax.vmap(jax.vmap(f), in_axes=(None, 0)), jax.vmap(jax.vmap(f))
@@ -265,7 +263,7 @@ def test_one_board_showdown_kernel_under_vmap_equals_the_xla_form(cuda, monkeypa
     for name, got in runs.items():
         want = exact[:len(got)] if exact is not None else np.asarray(runs["boards"])[:len(got)]
         np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e-6 * scale, err_msg=name)
-    monkeypatch.setattr(showdown_kernel, "ENABLED", False)
+    game.plan = cfrjax.Plan()                                                         # no kernel: the XLA form
     xla = np.asarray(jax.jit(jax.vmap(f))(tb, r))
     assert not np.array_equal(np.asarray(runs["boards"]), xla)                       # the kernel ran, not the XLA form
 
@@ -309,22 +307,24 @@ def test_fold_kernel_equals_the_xla_form(monkeypatch):
     hand_cards[::2] = hand_cards[::2, ::-1]                                     # in any order, cards either way
     hand_cards = hand_cards[:-3]                                                # and some pairs not hands
     H = len(hand_cards)
+    gpu = jax.default_backend() == "gpu"
+    off = cfrjax.Plan()
+    on = cfrjax.Plan(pallas=("fold",) if gpu else (), interpret=() if gpu else ("fold",),
+                     fold_min_subgames=0)     # compiled at this size too on a GPU
     game = types.SimpleNamespace(terminals="sorted", dense_showdown=None, hand_cards=jnp.asarray(hand_cards),
-                                 card_hands=jnp.asarray(pt.card_table(hand_cards, 9)), card_matrix=None)
+                                 card_hands=jnp.asarray(pt.card_table(hand_cards, 9)), card_matrix=None, plan=off)
     r = jnp.asarray(rng.random((3, 2, H, 2, 64)), jnp.float32)                # [F, L, H, *batch]
     row = jnp.asarray(rng.normal(size=(3, 2, 1, 1, 1)), jnp.float32)
     inv_z = jnp.asarray(rng.random((1, 1, 1, 2, 64)) + 0.5, jnp.float32)
     values = lambda v: np.asarray(jax.jit(lambda v: pt.fold_values(game, v, row, inv_z, False))(v))   # noqa: E731
-    monkeypatch.setattr(fold_kernel, "ENABLED", False)
-    assert not fold_kernel.used(r)
+    assert not fold_kernel.used(r, off)
     xla = values(r)
-    monkeypatch.setattr(fold_kernel, "ENABLED", True)
-    monkeypatch.setattr(fold_kernel, "INTERPRET", jax.default_backend() != "gpu")
-    monkeypatch.setattr(fold_kernel, "MIN_SUBGAMES", 0)     # compiled at this size too on a GPU
-    assert fold_kernel.used(r) and not fold_kernel.used(r[..., :40]) and not fold_kernel.used(r.astype(jnp.bfloat16))
+    game.plan = on
+    assert fold_kernel.used(r, on) and not fold_kernel.used(r[..., :40], on)
+    assert not fold_kernel.used(r.astype(jnp.bfloat16), on)
     kernel = values(r)
-    direct = np.asarray(jax.jit(fold_kernel.fold_values)(r, fold_kernel.pair_table(hand_cards[:, ::-1], 9),
-                                                         row[:, :, 0, 0, 0], inv_z[0, 0, 0]))
+    direct = np.asarray(jax.jit(fold_kernel.fold_values, static_argnames="interpret")(
+        r, fold_kernel.pair_table(hand_cards[:, ::-1], 9), row[:, :, 0, 0, 0], inv_z[0, 0, 0], interpret=not gpu))
     compat = pt.compat_matrix(hand_cards).astype(np.float64)
     exact = np.einsum("hk,flk...->flh...", compat, np.asarray(r, np.float64)) * np.asarray(row) * np.asarray(inv_z)
     scale = float(np.abs(exact).max())
@@ -347,20 +347,19 @@ def test_showdown_kernels_equal_the_xla_form(cuda, rows, monkeypatch):
     nb, _, H = tables["sd_sorted"].shape
     board = {k: jnp.asarray(np.moveaxis(tables[k][:, 0], 0, -1)) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
     r = jnp.asarray(np.random.default_rng(4).random((5, 1, H, nb)), jnp.float32)     # [K, L, H, nb]
-    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
+    off = cfrjax.Plan(batch_first_min_subgames=0)
+    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None, plan=off)
     diff = lambda b, v: jax.jit(lambda b, v: pt.showdown_diff(game, b, v, False))(b, v)   # noqa: E731 (traced per call)
-    monkeypatch.setattr(pt, "BATCH_FIRST_MIN_SUBGAMES", 0)
-    monkeypatch.setattr(showdown_kernel, "ENABLED", False)
-    assert not showdown_kernel.used(r)
+    assert not showdown_kernel.used(r, off)
     xla = np.asarray(diff(board, r))
-    monkeypatch.setattr(showdown_kernel, "ENABLED", True)
-    _showdown_kernel_form(cuda, monkeypatch)
-    assert showdown_kernel.used(r) and not showdown_kernel.used(r.astype(jnp.float64) if jax.config.jax_enable_x64 else 0 * r.astype(jnp.bfloat16))
+    on = game.plan = _showdown_kernel_form(cuda, batch_first_min_subgames=0)
+    assert showdown_kernel.used(r, on)
+    assert not showdown_kernel.used(r.astype(jnp.float64) if jax.config.jax_enable_x64 else 0 * r.astype(jnp.bfloat16), on)
     kernel = np.asarray(diff(board, r))
     assert _runs_cuda(lambda b, v: pt.showdown_diff(game, b, v, False), board, r) == cuda
-    direct = np.asarray(jax.jit(pt._showdown_kernel)(board, r))
+    direct = np.asarray(jax.jit(lambda b, v: pt._showdown_kernel(b, v, on))(board, r))
     exact = np.stack([pt._rows(jnp.asarray(r[..., i], jnp.float64), lambda x: pt._showdown_sorted_hm(
-        {k: jnp.asarray(tables[k][i, 0]) for k in board}, x, False)) for i in range(nb)], -1) \
+        {k: jnp.asarray(tables[k][i, 0]) for k in board}, x, False, None)) for i in range(nb)], -1) \
         if jax.config.jax_enable_x64 else xla
     scale = float(np.abs(np.asarray(r)).sum(axis=2).max())
     np.testing.assert_allclose(kernel, exact, rtol=0, atol=1e-6 * scale)

@@ -38,6 +38,7 @@ def test_solve_json():
                 "infosets", "slots", "depth", "device", "compile_s", "solve_s", "ms_per_iter"):
         assert key in record
     assert record["iterations"] == 200 and record["nodes"] == 58 and record["infosets"] == 12
+    assert record["plan"]["name"] == "auto" and record["plan"]["platform"] == record["backend"]   # the plan that ran
     # The command lets XLA's GPU memory pool grow unless the user set the variable.
     assert record["preallocate"] == os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     assert 0 < record["exploitability"] < 1e-2

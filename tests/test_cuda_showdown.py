@@ -24,12 +24,6 @@ def test_off_an_nvidia_gpu_it_is_unavailable_with_its_reason():
         cuda_showdown.showdown(None, None, None, None)
 
 
-def test_switched_off_it_says_so(monkeypatch):
-    monkeypatch.setattr(cuda_showdown, "ENABLED", False)
-    assert not cuda_showdown.available()
-    assert "CFRJAX_CUDA=0" in cuda_showdown.why_unavailable()
-
-
 def test_fits_every_holdem_spot_and_refuses_larger_tiles():
     assert cuda_showdown.fits(1326, 52, 51)                 # a full preflop hand list
     assert cuda_showdown.fits(1536, 52, 64)
@@ -115,19 +109,17 @@ def test_a_compiler_missing_is_a_reason_too(tmp_path, monkeypatch):
 
 
 def test_the_pallas_kernel_runs_where_the_tiles_do_not_fit(monkeypatch):
-    """`showdown_kernel.showdown` calls the CUDA kernel only where it is available and the
-    sizes fit it."""
+    """`showdown_kernel.showdown` calls the CUDA kernel only where the plan has it
+    (`cuda=True`) and the sizes fit it."""
     calls = []
-    monkeypatch.setattr(cuda_showdown, "available", lambda: True)
     monkeypatch.setattr(cuda_showdown, "showdown", lambda *a: calls.append(a) or jnp.full_like(a[0], 7.0))
-    monkeypatch.setattr(showdown_kernel, "INTERPRET", True)
     x = jnp.zeros((1, 1, 4), jnp.float32)
     out = showdown_kernel.showdown(x, jnp.zeros((1, 4), jnp.int32), jnp.zeros((1, 3, 2), jnp.int32),
-                                   jnp.zeros((1, 4, 6), jnp.int32))
+                                   jnp.zeros((1, 4, 6), jnp.int32), cuda=True, interpret=True)
     assert len(calls) == 1 and float(out.max()) == 7.0
     wide = jnp.zeros((1, 1, 4), jnp.float32)
     out = showdown_kernel.showdown(wide, jnp.zeros((1, 4), jnp.int32), jnp.full((1, 3, 65), 4, jnp.int32),
-                                   jnp.zeros((1, 4, 6), jnp.int32))
+                                   jnp.zeros((1, 4, 6), jnp.int32), cuda=True, interpret=True)
     # 65 hands a card: the Pallas kernel (interpreted) ran, not the stub. Its values are not
     # asserted: these lists point past the hands, which reads zeros on a CPU, NaN on a GPU.
     assert len(calls) == 1 and out.shape == (1, 1, 4) and not bool((out == 7.0).any())

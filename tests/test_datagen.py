@@ -94,6 +94,7 @@ def reference():
     for w in (1, 0):
         r = datagen.generate(cfg, out, worker=w, num_workers=2, progress=False)
         assert r["written"] == len(range(w, 3, 2)) and r["complete"]
+        assert r["plan"]["name"] == "auto"                                 # the plan that ran
     return out
 
 

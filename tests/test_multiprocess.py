@@ -98,7 +98,7 @@ def _worker(work, out, port, i, env):
                    "--form", "tabular", "--batch", str(B), "--iterations", str(T), "--chunk", str(CHUNK),
                    "--seed", str(SEED), "--out", out, "--coordinator", f"127.0.0.1:{port}",
                    "--num-processes", "2", "--process-id", str(i), "--heartbeat-timeout", "5",
-                   "--init-timeout", "60"], env, os.path.join(work, f"{os.path.basename(out)}-{i}.log"))
+                   "--init-timeout", "60", "--verbose"], env, os.path.join(work, f"{os.path.basename(out)}-{i}.log"))
 
 
 def _wait(p, deadline):
@@ -203,6 +203,7 @@ def test_two_processes_equal_one_process_solve_batch_bitwise(runs):
     for rc, log in runs["ok"]:
         assert rc == 0, log[-3000:]
         assert "Traceback" not in log
+    assert "cfrjax: plan auto on cpu" in runs["ok"][0][1]      # --verbose: the plan that ran
     shards = multihost.read_shards(runs["ok_out"])
     assert [(m["process_id"], m["rows_lo"], m["rows_hi"], m["devices"], m["mesh_devices"]) for m in shards["meta"]] \
         == [(0, 0, 4, 2, 4), (1, 4, 8, 2, 4)]

@@ -46,7 +46,6 @@ def test_builds_where_a_compiler_is():
     build that broke would otherwise leave every CPU solve on the XLA form unnoticed."""
     if not any(shutil.which(c) for c in ("c++", "g++", "clang++")):
         pytest.skip("no C++ compiler on this machine")
-    assert native.ENABLED, "run the tests without CFRJAX_NATIVE=0"
     assert native.available(), native.why_unavailable()
 
 
@@ -60,7 +59,7 @@ def test_equals_the_pairwise_sums_and_the_xla_form(q, dtype):
     hand_cards, strength, board = _spot(q)
     x = jnp.asarray(np.random.default_rng(q).random((len(hand_cards), q)), dtype)
     got = np.asarray(jax.jit(native.showdown)(x, *(board[k] for k in TABLES)))
-    xla = np.asarray(jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, True))(board, x))
+    xla = np.asarray(jax.jit(lambda b, v: pt._showdown_sorted_hm(b, v, True, None))(board, x))
     want = _pairwise(hand_cards, strength, x)
     tol = (1e-5 if dtype == "float32" else 1e-12) * float(np.abs(np.asarray(x)).sum(axis=0).max())
     assert got.dtype == np.dtype(dtype)
@@ -92,18 +91,18 @@ def _traced_targets(fn, *args) -> str:
 
 def test_showdown_diff_runs_it_on_cpu_and_the_xla_form_when_off(monkeypatch):
     """`showdown_diff` on CPU calls the native showdown where it is available, and the XLA
-    form with `ENABLED` off; both give the same values to rounding."""
+    form under a plan without it; both give the same values to rounding."""
     if not native.available():
         pytest.skip(native.why_unavailable())
     hand_cards, strength, board = _spot(4)
-    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
     r = jnp.asarray(np.random.default_rng(4).random((3, 1, len(hand_cards))))              # [K, L, H]
-    diff = lambda: lambda b, v: pt.showdown_diff(game, b, v, True)                          # noqa: E731 (traced anew)
-    assert "CfrjaxShowdownF64" in _traced_targets(diff(), board, r)
-    on = np.asarray(jax.jit(diff())(board, r))
-    monkeypatch.setattr(native, "ENABLED", False)
-    assert not native.available() and "CfrjaxShowdown" not in _traced_targets(diff(), board, r)
-    off = np.asarray(jax.jit(diff())(board, r))
+    games = {on: types.SimpleNamespace(terminals="sorted", dense_showdown=None, plan=cfrjax.Plan(native=on))
+             for on in (True, False)}
+    diff = lambda on: lambda b, v: pt.showdown_diff(games[on], b, v, True)                  # noqa: E731
+    assert "CfrjaxShowdownF64" in _traced_targets(diff(True), board, r)
+    on = np.asarray(jax.jit(diff(True))(board, r))
+    assert "CfrjaxShowdown" not in _traced_targets(diff(False), board, r)
+    off = np.asarray(jax.jit(diff(False))(board, r))
     np.testing.assert_allclose(on, off, rtol=0, atol=1e-12 * float(np.asarray(r).sum(axis=2).max()))
 
 
@@ -120,8 +119,8 @@ def test_public_solve_with_and_without_it(monkeypatch, rule):
                                              raise_cap=1, random_hands=60, seed=3), form="public")
     runs = {}
     for on in (True, False):
-        monkeypatch.setattr(native, "ENABLED", on)
-        jax.clear_caches()      # the switch is read while tracing
+        game = cfrjax.use_plan(game, "auto" if on else cfrjax.Plan(native=False))
+        assert game.plan.native == on
         state = cfrjax.init(game, rule=rule, order="alternating", dtype="float64")
         state = cfrjax.solve(game, state, 20)
         runs[on] = [np.asarray(state.regret), np.asarray(state.avg)], cfrjax.evaluate(game, state)
@@ -144,14 +143,14 @@ def test_a_board_per_subgame_in_one_call(monkeypatch):
     spots = [_spot(s, combos=120, hands_seed=5) for s in (11, 12, 13)]
     hand_cards = spots[0][0]
     board = {k: jnp.stack([s[2][k] for s in spots], axis=-1) for k in TABLES}            # [..., nb]
-    game = types.SimpleNamespace(terminals="sorted", dense_showdown=None)
     r = jnp.asarray(np.random.default_rng(6).random((2, 1, len(hand_cards), 3)))          # [K, L, H, nb]
-    diff = lambda: lambda b, v: pt.showdown_diff(game, b, v, True)                          # noqa: E731 (traced anew)
-    text = _traced_targets(diff(), board, r)
+    games = {on: types.SimpleNamespace(terminals="sorted", dense_showdown=None, plan=cfrjax.Plan(native=on))
+             for on in (True, False)}
+    diff = lambda on: lambda b, v: pt.showdown_diff(games[on], b, v, True)                  # noqa: E731
+    text = _traced_targets(diff(True), board, r)
     assert text.count("CfrjaxShowdownF64") == 1
-    got = np.asarray(jax.jit(diff())(board, r))
-    monkeypatch.setattr(native, "ENABLED", False)
-    xla = np.asarray(jax.jit(diff())(board, r))
+    got = np.asarray(jax.jit(diff(True))(board, r))
+    xla = np.asarray(jax.jit(diff(False))(board, r))
     tol = 1e-12 * float(np.asarray(r).sum(axis=2).max())
     for i, (hc, strength, _) in enumerate(spots):
         want = np.stack([_pairwise(hc, strength, np.asarray(r)[k, 0, :, i]) for k in range(2)])

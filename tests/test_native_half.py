@@ -20,23 +20,16 @@ import pytest
 
 import cfrjax
 from cfrjax import iteration
+from cfrjax.kernels import KERNELS
 from cfrjax.public import native
 from cfrjax.public import passes as pp
 from selection import cases
 
 jax.config.update("jax_enable_x64", True)
 
-SWITCHES = ("NATIVE_HALF", "NATIVE_FOREST", "CPU_SPOT_HALF")
+FLAGS = ("native_half", "native_forest", "cpu_spot_half")
 pytestmark = [pytest.mark.skipif(not native.available(), reason=f"native code unavailable: {native.why_unavailable()}"),
               pytest.mark.usefixtures("on_cpu")]   # the games of `spots` too (on a GPU machine: sorted, on the CPU)
-
-
-@pytest.fixture(autouse=True)
-def _switches_restored():
-    saved = {k: getattr(pp, k) for k in SWITCHES}
-    yield
-    for k, v in saved.items():
-        setattr(pp, k, v)
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +44,10 @@ def spots():
             "flop": build_public(flop, hands="support")}
 
 
-def _switch(**flags):
-    for k in SWITCHES:
-        setattr(pp, k, flags.get(k, False))
+def _planned(game, **flags):
+    """`game` under a plan with the native library and the CPU fused updates `flags` (the
+    others off)."""
+    return cfrjax.use_plan(game, cfrjax.Plan(native=True, **{k: flags.get(k, False) for k in FLAGS}))
 
 
 def _random_state(game, rule, order, dtype, seed=0, t=4):
@@ -70,7 +64,8 @@ def _random_state(game, rule, order, dtype, seed=0, t=4):
 
 # Every rule and order on the river; on the turn (its trunk and boards, the same rule
 # code) three of them by default, the others slow (tests/selection.py).
-ALL = [(spot, rule, order) for spot in ("river", "turn") for rule in pp.NATIVE_HALF_RULES
+ALL = [(spot, rule, order) for spot in ("river", "turn") for rule in cfrjax.rules.RULES
+       if KERNELS["native_half"].supports(cfrjax.Config(rule=rule))
        for order in ("alternating", "simultaneous")]
 FAST = [c for c in ALL if c[0] == "river" or c[1:] in {("dcfr", "alternating"), ("cfr+", "simultaneous"),
                                                          ("dcfr-postflop", "alternating")}]
@@ -81,7 +76,7 @@ def _step(game, state, native_on, monkeypatch):
     """One jitted `iteration.step` with the native update on or off, checked to run (or
     not run) the native update."""
     calls = _spy(monkeypatch)
-    _switch(NATIVE_HALF=native_on)
+    game = _planned(game, native_half=native_on)
     out = jax.jit(lambda s: iteration.step(game, s))(state)
     assert bool(calls) == native_on, "the native update did not run" if native_on else "it ran while off"
     return out
@@ -133,8 +128,8 @@ def test_forest_equals_the_xla_boards(spots, spot, player):
     regret = jnp.asarray(rng.standard_normal((hi - lo, H)))
     out = {}
     for on in (True, False):
-        _switch(NATIVE_FOREST=on)
-        out[on] = jax.jit(lambda s, r: pp.regret_pass(game, s, r, player))(sigma, regret)
+        planned = _planned(game, native_forest=on)
+        out[on] = jax.jit(lambda s, r: pp.regret_pass(planned, s, r, player))(sigma, regret)
     for a, b in zip(out[True], out[False]):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
 
@@ -147,15 +142,13 @@ def _spy(monkeypatch):
 
 
 def test_applies_only_where_it_runs(spots, monkeypatch):
-    _switch(NATIVE_HALF=True, NATIVE_FOREST=True, CPU_SPOT_HALF=True)
     calls = _spy(monkeypatch)
     for spot in ("river", "turn"):
-        jax.clear_caches()
-        cfrjax.solve(spots[spot], cfrjax.init(spots[spot], rule="dcfr", order="alternating", dtype="float32"), 2)
+        game = _planned(spots[spot], native_half=True, native_forest=True, cpu_spot_half=True)
+        cfrjax.solve(game, cfrjax.init(game, rule="dcfr", order="alternating", dtype="float32"), 2)
         assert calls, f"a {spot} spot's update ran the XLA form"
         calls.clear()
-    river = spots["river"]
-    jax.clear_caches()
+    river = _planned(spots["river"], native_half=True, native_forest=True, cpu_spot_half=True)
     cfrjax.solve(river, cfrjax.init(river, rule="pcfr+", order="alternating", dtype="float32"), 2)
     assert not calls                                   # predictive: the XLA updates
     raked = cfrjax.load_game("hunl_river_full_rake")
@@ -170,8 +163,7 @@ def test_applies_only_where_it_runs(spots, monkeypatch):
 def test_under_vmap_equals_a_loop(spots, monkeypatch):
     """`vmap` over subgames with their own ranges: the native call runs once per subgame."""
     calls = _spy(monkeypatch)
-    _switch(NATIVE_HALF=True, NATIVE_FOREST=True)
-    game = spots["river"]
+    game = _planned(spots["river"], native_half=True, native_forest=True)
     rng = np.random.default_rng(5)
     ranges = [rng.random((2, game.num_hands)) for _ in range(3)]
     games = [pp.set_ranges(game, w[0], w[1]) for w in ranges]
@@ -189,8 +181,7 @@ def test_boards_on_two_threads_equal_one(spots, monkeypatch):
     """A turn's boards split over the process's cores give the numbers of one core, bit for
     bit (each board is computed alone; the trunk sums them in board order)."""
     calls = _spy(monkeypatch)
-    _switch(NATIVE_HALF=True, NATIVE_FOREST=True)
-    game = spots["turn"]
+    game = _planned(spots["turn"], native_half=True, native_forest=True)
     state = _random_state(game, "dcfr", "simultaneous", "float32")
     cores = os.sched_getaffinity(0)
     step = jax.jit(lambda s: iteration.step(game, s))

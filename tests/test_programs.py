@@ -80,8 +80,12 @@ def test_key_follows_what_decides_the_program(monkeypatch):
     assert programs.key(fun, {"iterations": 5}, ((other, s), {})) != k     # another tree or hand list
     with jax.enable_x64(False):
         assert programs.key(fun, {"iterations": 5}, ((g, s), {})) != k
-    monkeypatch.setattr(showdown_kernel, "FEW_PROGRAMS", showdown_kernel.FEW_PROGRAMS + 1)   # a module switch
-    assert programs.key(fun, {"iterations": 5}, ((g, s), {})) != k
+    xla = cfrjax.use_plan(g, "xla")                                        # another plan
+    assert programs.key(fun, {"iterations": 5}, ((xla, s), {})) != k
+    assert programs.key(fun, {"iterations": 5}, ((cfrjax.use_plan(_river(), "xla"), s), {})) == \
+        programs.key(fun, {"iterations": 5}, ((xla, s), {}))
+    monkeypatch.setattr(showdown_kernel, "FEW_PROGRAMS", showdown_kernel.FEW_PROGRAMS + 1)   # a module constant:
+    assert programs.key(fun, {"iterations": 5}, ((g, s), {})) == k                           # not a choice, source
     with pytest.raises(programs.Unkept, match="function"):
         programs.key(fun, {"leaf": lambda: 0}, ((g, s), {}))
     # two functions of one module and name (lambdas, even on one line) are told apart; a closure is not kept

@@ -433,9 +433,8 @@ def test_regret_matching_by_static_runs_equals_the_gathered_form(monkeypatch):
     (`slot_runs`, accelerators' pulled lowering, in XLA) gives the gathered form's strategy
     bit for bit, uniform where a node's regrets are all non-positive; no runs: the
     gathered form."""
-    from cfrjax import matching_kernel
-    monkeypatch.setattr(matching_kernel, "ENABLED", False)
-    g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull")
+    g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull",
+                            plan=cfrjax.Plan())    # no matching kernel
     sizes = np.diff(np.asarray(g.infoset_slot_start))
     assert len(g.slot_runs) >= 2 and sum(n * a for _, n, a in g.slot_runs) == g.num_slots
     assert [a for _, n, a in g.slot_runs for _ in range(n)] == sizes.tolist()
@@ -465,7 +464,11 @@ def test_regret_matching_kernel_equals_the_xla_form(monkeypatch):
     stored regrets itself, for all slots and for each player's; `regret_matching` runs it
     exactly where it is used."""
     from cfrjax import matching_kernel
-    g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull")
+    gpu = jax.default_backend() == "gpu"
+    off = cfrjax.Plan()
+    on = cfrjax.Plan(pallas=("matching",) if gpu else (), interpret=() if gpu else ("matching",),
+                     matching_min_columns=0)    # compiled at this size too on a GPU
+    g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull", plan=off)
     rng = np.random.default_rng(8)
     r = jnp.asarray(rng.normal(size=(g.num_slots, 9, 3)), jnp.float32)       # [S, H, batch]
     r = r.at[:3, :4].set(-1.0)                                                # uniform where nothing is positive
@@ -475,13 +478,10 @@ def test_regret_matching_kernel_equals_the_xla_form(monkeypatch):
     def run(player, f):
         lo, hi = passes.slot_range(g, player)
         return np.asarray(jax.jit(lambda x: passes.regret_matching(g, x, player, f))(r[lo:hi]))
-    monkeypatch.setattr(matching_kernel, "ENABLED", False)
-    assert not matching_kernel.used(r, 3)
+    assert not matching_kernel.used(r, 3, off)
     xla = {p: run(p, factors) for p in (None, 1)}
-    monkeypatch.setattr(matching_kernel, "ENABLED", True)
-    monkeypatch.setattr(matching_kernel, "INTERPRET", jax.default_backend() != "gpu")
-    monkeypatch.setattr(matching_kernel, "MIN_COLUMNS", 0)    # compiled at this size too on a GPU
-    assert matching_kernel.used(r, 3) and not matching_kernel.used(r, matching_kernel.MAX_ACTIONS + 1)
+    g = dataclasses.replace(g, plan=on)
+    assert matching_kernel.used(r, 3, on) and not matching_kernel.used(r, matching_kernel.MAX_ACTIONS + 1, on)
     for p in (None, 1):
         got = run(p, factors)
         np.testing.assert_allclose(got, xla[p], rtol=2e-7, atol=0)
@@ -674,13 +674,12 @@ WIDE = [(rule, order, form) for rule, order in (("dcfr", "alternating"), ("pdcfr
 @pytest.mark.parametrize("rule,order,form", cases(WIDE, [("dcfr", "alternating", "public"),
                                                          ("pdcfr+", "alternating", "tabular")], unpack=True))
 def test_wide_iteration_equals_the_plain_form(monkeypatch, rule, order, form):
-    """Iterations of a wide solve (`iteration.WIDE_COLUMNS`: player 1's strategy rows
+    """Iterations of a wide solve (`Plan.wide_columns`: player 1's strategy rows
     kept for the second half, regret matching of the stored regrets with the rule's
     discount factors) give the plain form's state to float32 rounding (the same
     strategies; XLA fuses their neighbours differently, and a multiply-add it contracts
     in one program and not the other rounds differently). A stale or wrongly discounted
     strategy would differ by far more after four iterations."""
-    from cfrjax import iteration
     if form == "public":
         g = dataclasses.replace(build_public(hunl_river(), terminals="sorted"), reduction="pull")
     else:
@@ -688,9 +687,9 @@ def test_wide_iteration_equals_the_plain_form(monkeypatch, rule, order, form):
     state = cfrjax.init(g, rule=rule, order=order, dtype="float32")
     out = {}
     for wide in (False, True):
-        monkeypatch.setattr(iteration, "WIDE_COLUMNS", 0 if wide else 1 << 62)
-        run = jax.jit(lambda g, s: jax.lax.fori_loop(0, 4, lambda i, x: cfrjax.step(g, x), s))   # traced anew
-        out[wide] = run(g, state)
+        planned = cfrjax.use_plan(g, dataclasses.replace(cfrjax.resolve_plan(g), wide_columns=0 if wide else 1 << 62))
+        run = jax.jit(lambda g, s: jax.lax.fori_loop(0, 4, lambda i, x: cfrjax.step(g, x), s))
+        out[wide] = run(planned, state)
     unit = float(np.abs(np.asarray(out[False].avg)).max())    # the compensation's rounding is the average's
     for a, b in zip(jax.tree.leaves(out[True]), jax.tree.leaves(out[False])):
         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)

@@ -7,40 +7,37 @@ float32 and float64. Where it does not apply (a turn spot, a predictive rule, lo
 strategies) the generic form runs.
 """
 
-import jax
+import dataclasses
+
 import numpy as np
 import pytest
 
 import cfrjax
+from cfrjax.kernels import KERNELS
 from cfrjax.public import passes as public_passes
 
 # The CPU's path: on the CPU also on a GPU machine (the `river` game built there too).
 pytestmark = pytest.mark.usefixtures("on_cpu")
 
 RIVER = "games/hunl_river.toml"
-CONFIGS = [(rule, order, "float32") for rule in public_passes.SPOT_HALF_RULES
+CONFIGS = [(rule, order, "float32") for rule in cfrjax.rules.RULES if KERNELS["spot_half"].supports(cfrjax.Config(rule=rule))
            for order in ("simultaneous", "alternating")] + [("dcfr", "alternating", "float64"),
                                                            ("cfr+", "simultaneous", "float64")]
 
 
-@pytest.fixture(autouse=True)
-def _restore():
-    """The native update (`_native_half`, tests/test_native_half.py) off: this is the path
-    where native code cannot be built."""
-    public_passes.NATIVE_HALF = False
-    yield
-    public_passes.CPU_SPOT_HALF = True
-    public_passes.NATIVE_HALF = True
+def _plan(on: bool):
+    """The auto plan with the native update (`_native_half`, tests/test_native_half.py) off
+    (the path where native code cannot be built) and `_spot_half` on or off."""
+    return dataclasses.replace(cfrjax.resolve_plan(platform="cpu"), native_half=False, cpu_spot_half=on)
 
 
 @pytest.fixture(scope="module")
 def river():
-    return cfrjax.load_game(RIVER, form="public", random_hands=40, seed=7)
+    return cfrjax.use_plan(cfrjax.load_game(RIVER, form="public", random_hands=40, seed=7), _plan(True))
 
 
 def _solve(game, rule, order, dtype, on, iterations=12):
-    public_passes.CPU_SPOT_HALF = on
-    jax.clear_caches()
+    game = cfrjax.use_plan(game, _plan(on))
     state = cfrjax.init(game, rule=rule, order=order, dtype=dtype)
     return cfrjax.solve(game, state, iterations)
 
@@ -58,11 +55,9 @@ def test_spot_half_applies_only_where_it_runs(river, monkeypatch):
     calls = []
     real = public_passes._spot_half
     monkeypatch.setattr(public_passes, "_spot_half", lambda *a, **k: calls.append(1) or real(*a, **k))
-    jax.clear_caches()
     cfrjax.solve(river, cfrjax.init(river, rule="dcfr", order="alternating", dtype="float32"), 2)
     assert calls, "a river spot's update ran the generic form"
     calls.clear()
-    jax.clear_caches()
     cfrjax.solve(river, cfrjax.init(river, rule="pcfr+", order="alternating", dtype="float32"), 2)
     assert not calls                               # predictive: the generic form
     turn = cfrjax.load_game("games/hunl_turn.toml", form="public", random_hands=12)

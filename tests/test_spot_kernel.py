@@ -28,15 +28,23 @@ def river():
     return cfrjax.public.set_ranges(g, *w)
 
 
+def kernels_plan(name: str, on: bool) -> cfrjax.Plan:
+    """The auto plan with Pallas kernel `name` on (compiled on an NVIDIA GPU, else in
+    Pallas's interpreter) or off; off, the XLA passes' generic updates also on a CPU (not
+    the CPU's fused updates, which the kernels replace where they run)."""
+    auto = cfrjax.resolve_plan()
+    if on:
+        return dataclasses.replace(auto, interpret=() if GPU else (name,))
+    return dataclasses.replace(auto, pallas=tuple(k for k in auto.pallas if k != name), native_half=False,
+                               cpu_spot_half=False)
+
+
 def _solve(game, state, n, enabled: bool):
-    """`n` iterations under a jit of its own (the switch is read while tracing)."""
+    """`n` iterations under the plan with the spot kernels on or off."""
     def run(g, s):
         return jax.lax.fori_loop(0, n, lambda i, s: cfrjax.step(g, s), s)
-    spot_kernel.ENABLED = enabled
-    try:
-        return jax.jit(run)(game, state), str(jax.make_jaxpr(run)(game, state))
-    finally:
-        spot_kernel.ENABLED = True
+    game = cfrjax.use_plan(game, kernels_plan("spot", enabled))
+    return jax.jit(run)(game, state), str(jax.make_jaxpr(run)(game, state))
 
 
 @pytest.mark.parametrize("rule,order,locked", [("cfr+", "simultaneous", False), ("dcfr", "alternating", True)])
@@ -47,7 +55,6 @@ def test_kernels_equal_the_xla_passes(river, rule, order, locked, monkeypatch):
     (`cfrjax.lock`: its locked strategy in both kernels, so its average is that
     strategy); the rules' hooks are the XLA passes' own (`rules.after_update`,
     `rules.discount`). The kernels' solve traces the two kernels, the XLA one none."""
-    monkeypatch.setattr(spot_kernel, "INTERPRET", not GPU)
     state = cfrjax.init(river, rule=rule, order=order, dtype="float32")
     assert spot_kernel.suits(river, state.config)
     if locked:
@@ -76,7 +83,7 @@ def test_kernels_per_half_iteration(river, monkeypatch):
     """Load-immune gate: a (half-)iteration traces the operand kernel, one matmul and the
     update kernel, nothing else of the passes (H200, full-range river, CFR+: 5.8 -> 4.8
     kernels and 17.1 -> 9.8 us a simultaneous iteration, `ab_spot_kernel_h200.jsonl`)."""
-    monkeypatch.setattr(spot_kernel, "INTERPRET", not GPU)
+    river = cfrjax.use_plan(river, kernels_plan("spot", True))
     for order, halves in (("simultaneous", 1), ("alternating", 2)):
         state = cfrjax.init(river, rule="cfr+", order=order, dtype="float32")
         text = str(jax.make_jaxpr(cfrjax.step)(river, state))
@@ -89,7 +96,7 @@ def test_other_solves_keep_the_xla_passes(river, monkeypatch):
     """The kernels run only what they implement: not for predictive rules, float64,
     sorted terminals, a raked spot, several subgames' ranges (a batch), a leaf function's
     state, or a large tree under simultaneous order; nor on a CPU outside the tests."""
-    monkeypatch.setattr(spot_kernel, "INTERPRET", True)
+    river = cfrjax.use_plan(river, kernels_plan("spot", True))
     cfg = lambda **kw: cfrjax.init(river, **{"rule": "dcfr", "dtype": "float32", **kw}).config   # noqa: E731
     assert spot_kernel.suits(river, cfg())
     assert not spot_kernel.suits(river, cfg(rule="pcfr+"))
@@ -101,15 +108,15 @@ def test_other_solves_keep_the_xla_passes(river, monkeypatch):
     batch = dataclasses.replace(river, weights=jnp.stack([river.weights] * 2, -1), norm=jnp.stack([river.norm] * 2))
     assert not spot_kernel.suits(batch, cfg())
     big = dataclasses.replace(river, forest_plan=dataclasses.replace(
-        river.forest_plan, parent=river.forest_plan.parent + (0,) * spot_kernel.SIMULTANEOUS_NODES))
+        river.forest_plan, parent=river.forest_plan.parent + (0,) * river.plan.spot_simultaneous_nodes))
     assert spot_kernel.suits(big, cfg(order="alternating")) and not spot_kernel.suits(big, cfg(order="simultaneous"))
     state = cfrjax.init(river, rule="dcfr", dtype="float32")
-    assert not spot_kernel.applies(river, state.config, None, {"leaf": 0}, state.regret)
+    assert spot_kernel.applies(river, state.config, None, None, state.regret, river.plan)
+    assert not spot_kernel.applies(river, state.config, None, {"leaf": 0}, state.regret, river.plan)
     s64 = cfrjax.init(river, rule="dcfr", dtype="float64")      # (the suite runs with x64 enabled)
     assert "cfrjax_spot" not in str(jax.make_jaxpr(cfrjax.step)(river, s64))
-    monkeypatch.setattr(spot_kernel, "INTERPRET", False)
-    if not GPU:
-        assert "cfrjax_spot" not in str(jax.make_jaxpr(cfrjax.step)(river, state))
+    if not GPU:   # the auto plan of a CPU
+        assert "cfrjax_spot" not in str(jax.make_jaxpr(cfrjax.step)(cfrjax.use_plan(river), state))
 
 
 def test_plan_is_the_forest_arrays(river):
@@ -164,8 +171,9 @@ def test_turn_plans_and_template(monkeypatch):
     assert not turn_kernel.suits(dataclasses.replace(g, forest_plan=odd), cfg)
     assert not turn_kernel.suits(g, cfrjax.init(g, rule="pcfr+", dtype="float32").config)
     assert not turn_kernel.suits(build_public(dataclasses.replace(small_turn(), rake_rate=0.05, rake_cap=3.0)), cfg)
-    monkeypatch.setattr(turn_kernel, "ENABLED", False)
-    assert not turn_kernel.suits(g, cfg)
+    regret = jnp.zeros(g.slot_shape, jnp.float32)
+    assert turn_kernel.applies(g, cfg, None, None, regret, cfrjax.Plan(interpret=("turn",)))
+    assert not turn_kernel.applies(g, cfg, None, None, regret, cfrjax.Plan())       # not in the plan
 
 
 @pytest.mark.skipif(not GPU, reason="compiled on an NVIDIA GPU only: in Pallas's interpreter on a CPU one step of "
@@ -179,11 +187,10 @@ def test_turn_kernels_equal_the_xla_passes(rule, order, monkeypatch):
     from cfrjax.public import turn_kernel
     g = build_public(load_poker_config(cfrjax.load.spec_path("hunl_turn_full")))
     state = cfrjax.solve(g, cfrjax.init(g, rule=rule, order=order, dtype="float32"), 5)
-    monkeypatch.setattr(turn_kernel, "ENABLED", False)
-    xla = jax.jit(lambda g, s: cfrjax.step(g, s))(g, state)
-    monkeypatch.setattr(turn_kernel, "ENABLED", True)
+    xla = jax.jit(cfrjax.step)(cfrjax.use_plan(g, kernels_plan("turn", False)), state)
+    g = cfrjax.use_plan(g, kernels_plan("turn", True))
     assert "cfrjax_turn_forest" in str(jax.make_jaxpr(cfrjax.step)(g, state))
-    got = jax.jit(lambda g, s: cfrjax.step(g, s))(g, state)
+    got = jax.jit(cfrjax.step)(g, state)
     for f in ("regret", "avg"):
         a, b = np.asarray(getattr(got, f), np.float64), np.asarray(getattr(xla, f), np.float64)
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * np.abs(b).max(), err_msg=f)

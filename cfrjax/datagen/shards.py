@@ -26,6 +26,7 @@ from cfrjax.atomic import atomic_write
 from cfrjax.datagen.config import SCHEMA_VERSION, DatagenConfig
 from cfrjax.datagen.sampling import sample_shard
 from cfrjax.datagen.solve import solve_spots, spot_game
+from cfrjax.plan import resolve_plan, use
 
 __all__ = ["ARRAYS", "MANIFEST", "ShardWritten", "generate", "generate_shards", "load_shard", "read_dataset",
            "shard_path", "worker_from_env", "worker_shards"]
@@ -159,7 +160,7 @@ class ShardWritten(dict):
 
 
 def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int = 0, num_workers: int = 1,
-                    stop: Callable[[], bool] | None = None) -> Iterator[ShardWritten]:
+                    stop: Callable[[], bool] | None = None, plan="auto") -> Iterator[ShardWritten]:
     """Write the missing shards of worker `worker` of `num_workers`, yielding each one once
     written.
 
@@ -168,7 +169,8 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
     asynchronously; one game per tree group is built once). `stop()` is asked before
     each new shard is dispatched: once it is true, the shard in flight is written and the
     iterator ends. Closing the iterator early drops the shard in flight (nothing of it
-    is written).
+    is written). `plan`: the implementation plan of the solves (`cfrjax.plan.resolve_plan`'s
+    choice: "auto", "xla" or a `Plan`).
     """
     out = os.fspath(out)
     mine = worker_shards(config.shards, worker, num_workers)
@@ -215,7 +217,7 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
             ahead = pool.submit(sample, todo[k + 1]) if k + 1 < len(todo) else None
             t0 = time.perf_counter()
             if spots.group not in games:
-                games[spots.group] = spot_game(config, spots.group)
+                games[spots.group] = use(spot_game(config, spots.group), plan)
             build_s = time.perf_counter() - t0
             job = solve_spots(config, spots, games[spots.group])
             job.timings.update(times, sample_wait_s=ready_s, build_s=build_s)
@@ -232,7 +234,7 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
 
 def generate(config: DatagenConfig, out: str | os.PathLike, *, worker: int | None = None,
              num_workers: int | None = None, progress: bool | None = True, stop: Callable[[], bool] | None = None,
-             on_shard: Callable[[ShardWritten], None] | None = None) -> dict:
+             on_shard: Callable[[ShardWritten], None] | None = None, plan="auto") -> dict:
     """Fill `out` with worker `worker`'s shards of the dataset (`generate_shards`, `stop`
     as there), with a tqdm progress bar over its spots on stderr (`progress`; `None`: only
     on a terminal), calling
@@ -241,8 +243,8 @@ def generate(config: DatagenConfig, out: str | os.PathLike, *, worker: int | Non
 
     Returns a summary: worker, num_workers, shards of this worker (`owned`), already
     there (`skipped`), written now (`written`), spots written, seconds, solves per minute,
-    the written spots' exploitability in % of the pot (median, max) and summed host
-    timings.
+    the written spots' exploitability in % of the pot (median, max), summed host timings
+    and the plan that ran (`plan`: `cfrjax.plan.resolve_plan`'s choice; `Plan.describe`).
     """
     from tqdm import tqdm
 
@@ -260,7 +262,8 @@ def generate(config: DatagenConfig, out: str | os.PathLike, *, worker: int | Non
     t0 = time.perf_counter()
     written, expl, timings = [], [], {}
     try:
-        for shard in generate_shards(config, out, worker, num_workers, stop):
+        plan = resolve_plan(choice=plan)
+        for shard in generate_shards(config, out, worker, num_workers, stop, plan):
             written.append(shard.index)
             expl.append(shard.exploitability_pct_pot)
             for k, v in shard.timings.items():
@@ -280,4 +283,4 @@ def generate(config: DatagenConfig, out: str | os.PathLike, *, worker: int | Non
                 exploitability_pct_pot_median=float(np.median(e)) if e.size else None,
                 exploitability_pct_pot_max=float(e.max()) if e.size else None,
                 complete=all(os.path.exists(shard_path(out, i, config.shards)) for i in mine),
-                timings=timings)
+                timings=timings, plan=plan.describe())

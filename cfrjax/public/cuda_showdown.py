@@ -30,12 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.pallas_gpu import nvidia_gpu
-from cfrjax.public.ffi_library import FfiLibrary, switched_on
+from cfrjax.public.ffi_library import FfiLibrary
 
-__all__ = ["ENABLED", "available", "fits", "showdown", "why_unavailable"]
+__all__ = ["available", "fits", "showdown", "why_unavailable"]
 
-#: Use the CUDA kernel where it builds (the tests switch it off to compare).
-ENABLED = switched_on("CFRJAX_CUDA")
 #: Threads per block, and node rows per block (side by side: each table index read serves
 #: them all): `MANY_ROWS_BLOCK` rows where a call has `MANY_ROWS` rows or more, else
 #: `ROWS`; built for 512 threads and 1, 2 or 4 rows (fewer where the GPU's shared memory
@@ -116,15 +114,14 @@ def fits(H: int, C: int, M: int) -> bool:
 
 
 def available() -> bool:
-    """Whether float32 showdowns on this NVIDIA GPU run as the CUDA kernel (`ENABLED`, and
-    the library builds and loads)."""
-    return ENABLED and nvidia_gpu() and _LIBRARY.load(build=True)
+    """Whether the CUDA kernel can run here: an NVIDIA GPU where the library builds and
+    loads (whether it runs is the plan's choice, `cfrjax.plan.Plan.cuda_showdown`, where
+    `CFRJAX_CUDA=0` switches it off)."""
+    return nvidia_gpu() and _LIBRARY.load(build=True)
 
 
 def why_unavailable() -> str | None:
     """Why `available()` is false (`None` when it is true)."""
-    if not ENABLED:
-        return "switched off (cfrjax.public.cuda_showdown.ENABLED, CFRJAX_CUDA=0)"
     if not nvidia_gpu():
         return "the default backend is not an NVIDIA GPU"
     return None if available() else _LIBRARY.error()
@@ -147,7 +144,7 @@ def showdown(x, sorted_t, cards_t, index_t):
 def _register_built() -> None:
     """Register a library already built (no build, no device query), so an executable read
     back from a compilation cache finds its custom call without tracing anything."""
-    if ENABLED and _nvcc() is not None:
+    if _nvcc() is not None:
         _LIBRARY.load(build=False)
 
 

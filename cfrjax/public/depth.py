@@ -299,7 +299,7 @@ def _showdown(inputs, r0, r1):
     opp = jnp.stack([r1, r0], axis=1).reshape(B, L // B * 2, H)               # [B, 2R, H] opponents' ranges
 
     def one(tb, x):
-        return terminals._showdown_sorted_hm(tb, x.T, False).T                 # Wk - St per hand
+        return terminals._showdown_sorted_hm(tb, x.T, False, None).T                # Wk - St per hand
     d = 0.5 * jax.vmap(one)(tables, opp).reshape(L, 2, H)
     return d[:, 0], d[:, 1]
 
@@ -315,7 +315,7 @@ def _showdown_turn(inputs, r0, r1):
 
     def river(tb, x):
         live = tb["live"].astype(x.dtype)
-        return terminals._showdown_sorted_hm(tb, (x * live).T, False).T * live
+        return terminals._showdown_sorted_hm(tb, (x * live).T, False, None).T * live
     d = jax.vmap(lambda tb, x: jnp.sum(jax.vmap(river, (0, None))(tb, x), axis=0))(tables, opp)
     d = 0.5 / (Q - 4) * d.reshape(L, 2, H)
     return d[:, 0], d[:, 1]

@@ -7,8 +7,9 @@ with the machine's compiler into `$XDG_CACHE_HOME/cfrjax/native/<key>/` (`~/.cac
 whatever else the build depends on (flags, compiler version, CPU); later processes load it.
 A build is written under a temporary name and renamed, under a lock file beside it:
 processes starting side by side (a test suite's workers, a batch of jobs on one machine)
-build it once, the others wait for it and load it. A failure (no compiler, a compile error) is remembered
-with its reason and the caller runs its XLA form instead.
+build it once, the others wait for it and load it. A failure (no compiler, a compile
+error) is remembered with its reason; the plan (`cfrjax.plan.resolve_plan`) records it as
+a fallback, says it once, and the XLA form runs instead.
 """
 
 from __future__ import annotations
@@ -26,11 +27,6 @@ from typing import Callable
 import jax
 
 from cfrjax.compile_cache import cache_home
-
-
-def switched_on(variable: str) -> bool:
-    """A native library's environment switch: on unless `variable` is 0, false, off or no."""
-    return os.environ.get(variable, "1").strip().lower() not in ("0", "false", "off", "no")
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ order); tested in Pallas's interpreter on CPU and compiled on an H200.
 H200, DCFR alternating, river spots with a board each, ms per iteration
 (`bench/results/ab_fold_kernel_h200.jsonl`): 8,192 spots 5.49 -> 5.26 (0.15 ms per
 half-iteration in the kernel); 1,024 spots 0.765 -> 0.85 (too few programs: kept in XLA,
-`MIN_SUBGAMES`). Earlier forms, not kept: one program per row and block walking the
+`Plan.fold_min_subgames`). Earlier forms, not kept: one program per row and block walking the
 card lists into a scratch table and then the hands (5.38 -> 5.19), and the same split
 into two kernels (5.49 -> 5.30).
 
@@ -39,32 +39,29 @@ import jax.numpy as jnp
 
 from cfrjax.pallas_gpu import nvidia_gpu, pow2
 
-#: Use the kernel on NVIDIA GPUs (set False to run the XLA form there).
-ENABLED = True
-#: Run the kernel in Pallas's interpreter (tests on CPU); on a GPU it compiles (Triton).
-INTERPRET = False
 #: Subgames (columns) per program and warps per program. H200, DCFR alternating, 8,192
 #: river spots (`bench/results/ab_fold_kernel_h200.jsonl`): (32, 4) 5.26 ms/iter, (64, 8)
 #: 5.33, (16, 2) 5.34 (that run's XLA form 5.49); the card loops unrolled by 2 or 4
 #: slower (5.17 -> 5.25).
 BLOCK, WARPS = 32, 4
-#: Fewer subgames than this stay in XLA (where a small solve's fold fuses with its
-#: neighbours, and the kernel has too few programs: 1,024 spots 0.765 -> 0.85 ms/iter;
-#: 4,096 spots 2.74 -> 2.60 with the second half's matching kernel); the kernel also
-#: needs the subgames to be a multiple of `BLOCK`.
-MIN_SUBGAMES = 4096
+#: The plan's threshold (`Plan.fold_min_subgames`, 4,096): fewer subgames stay in XLA
+#: (where a small solve's fold fuses with its neighbours, and the kernel has too few
+#: programs: 1,024 spots 0.765 -> 0.85 ms/iter; 4,096 spots 2.74 -> 2.60 with the second
+#: half's matching kernel); the kernel also needs the subgames to be a multiple of `BLOCK`.
 
 
-def used(x) -> bool:
-    """Whether the fold values of float32 reach `x [F, L, H, *batch]` run as this kernel:
-    on an NVIDIA GPU while `ENABLED`, with `prod(batch)` a multiple of `BLOCK` and at
-    least `MIN_SUBGAMES` (any multiple, interpreted: `INTERPRET`)."""
-    if x.dtype != jnp.float32 or not ENABLED or x.ndim < 4 or x.shape[0] == 0:
+def used(x, plan) -> bool:
+    """Whether the fold values of float32 reach `x [F, L, H, *batch]` run as this kernel
+    under `plan` (`cfrjax.plan.Plan`): on an NVIDIA GPU where the plan has it, with
+    `prod(batch)` a multiple of `BLOCK` and at least `plan.fold_min_subgames` (any
+    multiple, interpreted)."""
+    interpret = "fold" in plan.interpret
+    if x.dtype != jnp.float32 or not plan.pallas_on("fold", True) or x.ndim < 4 or x.shape[0] == 0:
         return False
     n = x.size // (x.shape[0] * x.shape[1] * x.shape[2])
-    if n % BLOCK or (n < MIN_SUBGAMES and not INTERPRET):
+    if n % BLOCK or (n < plan.fold_min_subgames and not interpret):
         return False
-    return INTERPRET or nvidia_gpu()
+    return interpret or nvidia_gpu()
 
 
 def pair_table(hand_cards, num_cards: int):
@@ -118,7 +115,7 @@ def _kernel(x_ref, pairs_ref, row_ref, col_ref, out_ref, *, H, C, R):
     jax.lax.fori_loop(0, C, values, 0)
 
 
-def fold_values(x, pairs, row, col):
+def fold_values(x, pairs, row, col, interpret: bool = False):
     """`C(h) * row * col` of fold reach `x [F, L, H, *batch]` (float32, `used`).
 
     Args:
@@ -143,6 +140,6 @@ def fold_values(x, pairs, row, col):
     shape = x.shape
     out = pl.pallas_call(
         functools.partial(_kernel, H=H, C=C, R=R), out_shape=jax.ShapeDtypeStruct((R * H, N), dt),
-        grid=(R, N // BLOCK), interpret=INTERPRET, compiler_params=plt.CompilerParams(num_warps=WARPS),
+        grid=(R, N // BLOCK), interpret=interpret, compiler_params=plt.CompilerParams(num_warps=WARPS),
         name="cfrjax_fold_values")(x.reshape(R * H, N), pairs, row, col)
     return out.reshape(shape)

@@ -323,6 +323,8 @@ class PublicGame:
     reduction: str = _static("auto")
     terminals: str = _static("auto")
     labels: PublicLabels | None = _static(None)
+    #: The implementation plan (`cfrjax.plan.Plan`; `None`: the auto plan, `plan_of`).
+    plan: Any = _static(None)
 
     #: Re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one game's leaf.
     RETARGETABLE = {"weights": 2, "norm": 0}

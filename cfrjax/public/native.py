@@ -40,12 +40,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.public.ffi_library import FfiLibrary, switched_on
+from cfrjax.public.ffi_library import FfiLibrary
 
-__all__ = ["ENABLED", "available", "forest", "half", "showdown", "why_unavailable"]
-
-#: Use the native showdown on CPU where it builds (the tests switch it off to compare).
-ENABLED = switched_on("CFRJAX_NATIVE")
+__all__ = ["available", "forest", "half", "showdown", "why_unavailable"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SOURCES = tuple(os.path.join(_HERE, f) for f in ("native_showdown.cc", "native_forest.cc"))
@@ -92,14 +89,13 @@ _LIBRARY = FfiLibrary(
 
 
 def available() -> bool:
-    """Whether the native showdown runs (`ENABLED`, and the library builds and loads)."""
-    return ENABLED and _LIBRARY.load(build=True)
+    """Whether the library builds and loads here (whether it runs is the plan's choice,
+    `cfrjax.plan.Plan.native`, where `CFRJAX_NATIVE=0` switches it off)."""
+    return _LIBRARY.load(build=True)
 
 
 def why_unavailable() -> str | None:
     """Why `available()` is false (`None` when it is true)."""
-    if not ENABLED:
-        return "switched off (cfrjax.public.native.ENABLED, CFRJAX_NATIVE=0)"
     return None if available() else _LIBRARY.error()
 
 
@@ -227,5 +223,4 @@ def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payo
     return regret, mean, (low if compensated else comp)
 
 
-if ENABLED:
-    _LIBRARY.load(build=False)
+_LIBRARY.load(build=False)   # registered where already built: a kept executable finds its calls

@@ -58,7 +58,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax import passes, rules
+from cfrjax.kernels import KERNELS
 from cfrjax.passes import lift
+from cfrjax.plan import plan_of
 from cfrjax.public import native, spot_kernel, terminals, turn_kernel
 from cfrjax.public.game import PublicGame
 
@@ -333,17 +335,13 @@ def _root_sum(game: PublicGame, r):
     return jnp.sum(r, axis=0)
 
 
-#: Run the boards' forests of a CPU regret pass as native code (`_native_applies`,
-#: `cfrjax.public.native.forest`); False: `_board` in XLA.
-NATIVE_FOREST = True
-
-
 def _native_applies(game: PublicGame, cpu: bool, batch: tuple) -> bool:
-    """Whether the native code can run this game's passes: on CPU where the library
-    builds, an unraked game with sorted terminals, no batch axes (under `vmap` the call
-    loops). Each native path has its own switch besides (`NATIVE_FOREST`, `NATIVE_HALF`)."""
+    """Whether the native code can run this game's passes: on CPU where the game's plan has
+    it (`Plan.native`: the library builds), an unraked game with sorted terminals, no batch
+    axes (under `vmap` the call loops). Each native path has its own field besides
+    (`Plan.native_forest`, `Plan.native_half`)."""
     return (cpu and not batch and not game.raked and not terminals.dense_used(game, cpu)
-            and native.available())
+            and plan_of(game).native)
 
 
 def _native_ints(game: PublicGame) -> dict:
@@ -491,7 +489,7 @@ def _sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regr
         chance, new, y = _root_sum(game, forest["root"]), None, None
         nodes = dict(forest_reach=forest["reach"], forest_values=forest["values"],
                      trunk_reach=jnp.zeros((0, 2, H) + batch, dt), trunk_values=jnp.zeros((0, 2, H) + batch, dt))
-    elif want and NATIVE_FOREST and _native_applies(game, cpu, batch):
+    elif want and plan_of(game).native_forest and _native_applies(game, cpu, batch):
         (t0, t1) = game.trunk_slots
         roffs = {p: base[p] + (t0 if p == 0 else t1) for p in lanes}
         r, new, y = _native_boards(game, ((sigma_ext, t0), (sigma_ext, split + t1)), regret, roffs, forest_root,
@@ -548,17 +546,11 @@ def regret_pass(game: PublicGame, sigma_ext, regret, player, leaf=None):
     return _on_platform(lambda cpu: _sweep(game, sigma_ext, lanes, "regret", cpu, regret, leaf)[1:])
 
 
-#: Run a one-board spot's (half-)update on CPU as one piece (`_spot_half`); False: the
-#: generic updates around `regret_pass` (`cfrjax.iteration`).
-CPU_SPOT_HALF = True
-#: Rules `_spot_half` runs: no prediction, the discount before matching (given), the
-#: average reach-weighted.
-SPOT_HALF_RULES = ("cfr", "cfr+", "lcfr", "dcfr")
 
 
 def _spot_half_applies(game: PublicGame, config, regret, locked, leaf) -> bool:
     first = regret[0] if isinstance(regret, tuple) else regret
-    return (CPU_SPOT_HALF and config is not None and config.rule in SPOT_HALF_RULES and locked is None
+    return (plan_of(game).cpu_spot_half and config is not None and KERNELS["spot_half"].supports(config) and locked is None
             and leaf is None and game.leaf_fn is None and game.num_boards == 1 and not len(game.trunk_levels)
             and bool(game.slot_runs) and first.ndim == 2 and game.weights.ndim == 2)
 
@@ -594,7 +586,7 @@ def _spot_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
         runs = passes._runs_within(game.slot_runs, lo, hi)
         xs[f"sig{q}"] = passes._matched_runs(runs, jnp.maximum(rows[q], 0.0), game.slot_uniform[lo:hi].astype(dt))
     root = game.weights.astype(dt)[None]
-    if NATIVE_FOREST and _native_applies(game, True, ()):
+    if plan_of(game).native_forest and _native_applies(game, True, ()):
         whole = regret[player] if halves else regret
         _, new, y = _native_boards(game, ((xs["sig0"], 0), (xs["sig1"], 0)), whole,
                                    {p: 0 if halves else (0, split)[p] for p in lanes}, root, lanes)
@@ -611,17 +603,11 @@ def _spot_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
     return new, mean, low.astype(comp.dtype)
 
 
-#: Run a river or turn spot's (half-)update on CPU as native code (`_native_half`); False:
-#: `_spot_half` or the generic updates.
-NATIVE_HALF = True
-#: Rules `_native_half` runs: no prediction (`dcfr-postflop`'s update discount and
-#: unweighted average are in it).
-NATIVE_HALF_RULES = ("cfr", "cfr+", "lcfr", "dcfr", "dcfr-postflop")
 
 
 def _native_half_applies(game: PublicGame, config, regret, comp, locked, leaf) -> bool:
     first = regret[0] if isinstance(regret, tuple) else regret
-    return (NATIVE_HALF and config is not None and config.rule in NATIVE_HALF_RULES
+    return (plan_of(game).native_half and config is not None and KERNELS["native_half"].supports(config)
             and (locked is None or jnp.ndim(locked) == 2) and leaf is None and game.leaf_fn is None
             and not game.board_groups and game.trunk_dealt is None and first.ndim == 2 and game.weights.ndim == 2
             and jnp.ndim(game.norm) == 0
@@ -680,20 +666,23 @@ def fused_half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, 
                locked_policy=None, leaf=None, t=None, raw=None):
     """One (half-)update of `player`'s slots as the form's own kernels on an NVIDIA GPU
     (`cfrjax.public.spot_kernel`: a one-board dense spot; `turn_kernel`: a turn spot,
-    when switched on), or on CPU in one piece (`_native_half`, a river or turn spot,
-    where the native library builds; else `_spot_half`, a one-board spot):
+    where the game's plan has them), or on CPU in one piece (`_native_half`, a river or
+    turn spot, where the plan has native code; else `_spot_half`, a one-board spot):
     `(regret, avg, avg_comp)` new, each whole or `player`'s half as given; `None` where
     they do not apply (the caller runs `regret_pass` and the generic updates,
-    `cfrjax.iteration`)."""
-    if _on_platform(lambda cpu: cpu and not (spot_kernel.INTERPRET or turn_kernel.INTERPRET)):
+    `cfrjax.iteration`). A plan that interprets the spot or turn kernels runs them on CPU
+    too (the tests)."""
+    plan = plan_of(game)
+    if _on_platform(lambda cpu: cpu and not ({"spot", "turn"} & set(plan.interpret))):
         if t is not None and _native_half_applies(game, config, regret, comp, locked, leaf):
             return _native_half(game, config, regret, avg, comp, player, b_t, w_new, t, raw, locked, locked_policy)
         if _spot_half_applies(game, config, regret, locked, leaf):
             return _spot_half(game, config, regret, avg, comp, player, b_t, w_new, average)
         return None
     for kernels in (spot_kernel, turn_kernel):
-        if kernels.applies(game, config, locked, leaf, regret):
-            return kernels.half(game, config, regret, avg, comp, player, b_t, w_new, average, locked, locked_policy)
+        if kernels.applies(game, config, locked, leaf, regret, plan):
+            return kernels.half(game, config, regret, avg, comp, player, b_t, w_new, average, locked, locked_policy,
+                                plan=plan)
     return None
 
 

@@ -40,11 +40,6 @@ import jax.numpy as jnp
 from cfrjax.pallas_gpu import nvidia_gpu, pow2
 from cfrjax.public import cuda_showdown
 
-#: Use the kernel on NVIDIA GPUs (set False to run the XLA form there, e.g. on a jaxlib
-#: without Pallas's Triton lowering).
-ENABLED = True
-#: Run the kernel in Pallas's interpreter (tests on CPU); on a GPU it compiles (Triton).
-INTERPRET = False
 #: Warps per program (one node row), cards per step of its card loop, hands per step of
 #: its gather-sum. H200, DCFR alternating, 8,192 river spots (`bench/results/
 #: showdown_kernel_h200.jsonl`, `form: node_major`): (1, 8, 256) 6.10 ms/iter; (1, 8,
@@ -71,17 +66,19 @@ FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024, 1)
 ROW_BLOCKS, ROW_BLOCK_PROGRAMS = (8, 8, 512, 5), 240
 
 
-def used(x) -> bool:
-    """Whether the batch-first showdown of float32 reach `x` runs as this kernel: on an
-    NVIDIA GPU while `ENABLED` (or interpreted, `INTERPRET`); other dtypes (the float64
-    evaluation) and backends run the XLA form."""
-    return x.dtype == jnp.float32 and available()
+def used(x, plan) -> bool:
+    """Whether the batch-first showdown of float32 reach `x` runs as this kernel under
+    `plan` (`cfrjax.plan.Plan`): on an NVIDIA GPU where the plan has it (or interpreted);
+    other dtypes (the float64 evaluation) and backends run the XLA form."""
+    return x.dtype == jnp.float32 and available(plan)
 
 
-def available() -> bool:
-    """Whether float32 showdowns run as this kernel on the default backend (`used`); the
-    poker builder leaves out the dense matrices of a game with several boards where it is."""
-    return ENABLED and (INTERPRET or nvidia_gpu())
+def available(plan=None) -> bool:
+    """Whether float32 showdowns run as this kernel under `plan` (default: the auto plan,
+    which has it on every NVIDIA GPU) on the default backend (`used`); the poker builder
+    leaves out the dense matrices of a game with several boards where it is."""
+    gpu = nvidia_gpu()
+    return gpu if plan is None else plan.pallas_on("showdown", gpu)
 
 
 def _grid2(rows, cols):
@@ -91,7 +88,7 @@ def _grid2(rows, cols):
 
 
 def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H, Q, C, M, rows, card_block,
-            pick_block):
+            pick_block, interpret):
     """Program `p`: `rows` rows of `x [nb Q, H]` from row `b Q + q0` on, showdown nodes
     `q0 .. q0 + rows - 1` of subgame `b` (`p = b ceil(Q / rows) + q0 / rows`; rows past
     `Q` masked), which share the subgame's tables: each index block is loaded once for
@@ -138,7 +135,7 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
         return carry
 
     jax.lax.fori_loop(0, pl.cdiv(C, card_block), cards, 0)
-    if not INTERPRET:
+    if not interpret:
         plt.debug_barrier()   # the table's entries, written by every thread, read by any
     # Six table entries per hand, pick_block hands at a time.
     hb = jnp.arange(pick_block)
@@ -160,45 +157,57 @@ def _kernel(x_ref, sorted_ref, cards_ref, index_ref, g_ref, c_ref, out_ref, *, H
     jax.lax.fori_loop(0, pl.cdiv(H, pick_block), pick, 0)
 
 
-@jax.custom_batching.custom_vmap
-def showdown(x, sorted_t, cards_t, index_t):
+def showdown(x, sorted_t, cards_t, index_t, *, cuda: bool = False, interpret: bool = False):
     """`Wk - St` of `nb` subgames with `Q` showdown nodes each: `x [nb, Q, H]` float32 ->
-    `[nb, Q, H]` (module docstring for the tables).
+    `[nb, Q, H]` (module docstring for the tables). `cuda`: run the CUDA kernel
+    (`cfrjax.public.cuda_showdown`, the plan's `cuda_showdown`) where it fits; `interpret`:
+    the Pallas kernel in Pallas's interpreter.
 
-    Under `vmap` (`_showdown_vmap`) the mapped axis joins the subgames (or, where the
+    Under `vmap` (`_showdown_fn`'s rule) the mapped axis joins the subgames (or, where the
     tables are not mapped, the nodes), so one kernel runs for all of them: a turn's river
     boards, mapped over by `cfrjax.public.passes`, are subgames of one launch."""
-    if cuda_showdown.available() and cuda_showdown.fits(x.shape[2], *cards_t.shape[1:]):
-        return cuda_showdown.showdown(x, sorted_t, cards_t, index_t)
-    from jax.experimental import pallas as pl
-    from jax.experimental.pallas import triton as plt
-
-    nb, Q, H = x.shape
-    C, M = cards_t.shape[1:]
-    shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (nb * Q, H))
-    warps, card_block, pick_block, rows = (WARPS, CARD_BLOCK, PICK_BLOCK, 1) if nb * Q >= FEW_PROGRAMS \
-        else ROW_BLOCKS if nb * -(-Q // ROW_BLOCKS[3]) >= ROW_BLOCK_PROGRAMS else FEW_PROGRAMS_BLOCKS
-    rows = min(rows, Q)
-    out = pl.pallas_call(
-        functools.partial(_kernel, H=H, Q=Q, C=C, M=M, rows=rows, card_block=card_block, pick_block=pick_block),
-        out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(nb * -(-Q // rows),),
-        interpret=INTERPRET,
-        compiler_params=plt.CompilerParams(num_warps=warps), name="cfrjax_showdown")(
-            x.reshape(nb * Q, H), sorted_t, cards_t, index_t)[2]
-    return out.reshape(nb, Q, H)
+    return _showdown_fn(bool(cuda), bool(interpret))(x, sorted_t, cards_t, index_t)
 
 
-@showdown.def_vmap
-def _showdown_vmap(n, in_batched, x, sorted_t, cards_t, index_t):
-    """`showdown` of `n` mapped calls as one call: with the tables mapped, the map's
-    entries are more subgames (`[n nb, Q, H]`, unmapped operands broadcast); with one set
-    of tables for all, they are more nodes of each subgame (`[nb, n Q, H]`)."""
-    if not any(in_batched[1:]):
-        nb, Q, H = x.shape[1:]
-        out = showdown(jnp.moveaxis(x, 0, 1).reshape(nb, n * Q, H), sorted_t, cards_t, index_t)
-        return jnp.moveaxis(out.reshape(nb, n, Q, H), 1, 0), True
-    args = [a if mapped else jnp.broadcast_to(a, (n,) + a.shape)
-            for a, mapped in zip((x, sorted_t, cards_t, index_t), in_batched)]
-    nb = args[0].shape[1]
-    out = showdown(*(a.reshape((n * nb,) + a.shape[2:]) for a in args))
-    return out.reshape((n, nb) + out.shape[1:]), True
+@functools.cache
+def _showdown_fn(cuda: bool, interpret: bool):
+    """`showdown` of one implementation choice, with its batching rule."""
+
+    @jax.custom_batching.custom_vmap
+    def run(x, sorted_t, cards_t, index_t):
+        if cuda and cuda_showdown.fits(x.shape[2], *cards_t.shape[1:]):
+            return cuda_showdown.showdown(x, sorted_t, cards_t, index_t)
+        from jax.experimental import pallas as pl
+        from jax.experimental.pallas import triton as plt
+
+        nb, Q, H = x.shape
+        C, M = cards_t.shape[1:]
+        shapes = ((nb * Q, H + 1), (nb * Q, C * (M + 1)), (nb * Q, H))
+        warps, card_block, pick_block, rows = (WARPS, CARD_BLOCK, PICK_BLOCK, 1) if nb * Q >= FEW_PROGRAMS \
+            else ROW_BLOCKS if nb * -(-Q // ROW_BLOCKS[3]) >= ROW_BLOCK_PROGRAMS else FEW_PROGRAMS_BLOCKS
+        rows = min(rows, Q)
+        out = pl.pallas_call(
+            functools.partial(_kernel, H=H, Q=Q, C=C, M=M, rows=rows, card_block=card_block, pick_block=pick_block,
+                              interpret=interpret),
+            out_shape=tuple(jax.ShapeDtypeStruct(sh, x.dtype) for sh in shapes), grid=(nb * -(-Q // rows),),
+            interpret=interpret,
+            compiler_params=plt.CompilerParams(num_warps=warps), name="cfrjax_showdown")(
+                x.reshape(nb * Q, H), sorted_t, cards_t, index_t)[2]
+        return out.reshape(nb, Q, H)
+
+    @run.def_vmap
+    def _vmap(n, in_batched, x, sorted_t, cards_t, index_t):
+        """`run` of `n` mapped calls as one call: with the tables mapped, the map's entries
+        are more subgames (`[n nb, Q, H]`, unmapped operands broadcast); with one set of
+        tables for all, they are more nodes of each subgame (`[nb, n Q, H]`)."""
+        if not any(in_batched[1:]):
+            nb, Q, H = x.shape[1:]
+            out = run(jnp.moveaxis(x, 0, 1).reshape(nb, n * Q, H), sorted_t, cards_t, index_t)
+            return jnp.moveaxis(out.reshape(nb, n, Q, H), 1, 0), True
+        args = [a if mapped else jnp.broadcast_to(a, (n,) + a.shape)
+                for a, mapped in zip((x, sorted_t, cards_t, index_t), in_batched)]
+        nb = args[0].shape[1]
+        out = run(*(a.reshape((n * nb,) + a.shape[2:]) for a in args))
+        return out.reshape((n, nb) + out.shape[1:]), True
+
+    return run

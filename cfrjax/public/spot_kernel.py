@@ -26,9 +26,9 @@ passes' (`cfrjax.public.passes`) to float32 rounding: other summation orders in 
 matmul and at nodes, Triton's division in regret matching.
 
 Used (`applies`) for a one-board spot without a trunk (a river spot; no batch axes),
-dense and unraked, float32, on an NVIDIA GPU (or Pallas's interpreter, `INTERPRET`, in
-the tests), for the rules whose hooks are elementwise around a plain regret update
-(`RULES`), locked strategies or not (`cfrjax.locking`), with no leaf function; everything
+dense and unraked, float32, on an NVIDIA GPU where the plan has `spot` (`cfrjax.plan`; or
+Pallas's interpreter, the plan's `interpret`, in the tests), for the rules whose hooks are elementwise around a plain regret update
+(the capabilities `cfrjax.kernels.KERNELS["spot"]` declares), locked strategies or not (`cfrjax.locking`), with no leaf function; everything
 else runs the XLA passes.
 """
 
@@ -42,12 +42,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax import rules
+from cfrjax.kernels import KERNELS
 from cfrjax.pallas_gpu import nvidia_gpu
+from cfrjax.plan import plan_of
 
-#: Use the kernels on NVIDIA GPUs (set False to run the XLA passes there).
-ENABLED = True
-#: Run the kernels in Pallas's interpreter (tests on CPU); on a GPU they compile (Triton).
-INTERPRET = False
 #: Hands per program and warps per program.
 BLOCK, WARPS = 64, 2
 #: The matmul operand's rows per stack and its hands are padded to a multiple of this
@@ -58,11 +56,7 @@ ROWS = 16
 #: Triton compiles slowly for a large tree: Libratus endgame 4 (57 nodes), CFR+, H200,
 #: 17.7 s to compile against 2.5 s in XLA (0.0234 -> 0.0165 ms/iter). Larger trees run the
 #: XLA passes under simultaneous order (alternating order's kernels hold one lane:
-#: 6.1 s against 5.3 s, 0.0462 -> 0.0329 ms/iter).
-SIMULTANEOUS_NODES = 32
-#: The rules run here: regret matching of the (discounted) regret itself, a plain
-#: regret update and the running-mean average (`cfrjax.iteration`).
-RULES = ("cfr", "cfr+", "lcfr", "dcfr")
+#: 6.1 s against 5.3 s, 0.0462 -> 0.0329 ms/iter): `Plan.spot_simultaneous_nodes` (32).
 
 FOLD, SHOWDOWN = 0, 1
 
@@ -137,25 +131,26 @@ def plan(parent, owner, lane_slot, fold_node, showdown_node, slot_ids, slot_node
 
 def suits(game, config) -> bool:
     """Whether `game` and the solve's `config` are of the kind the kernels run (module
-    docstring), whatever the platform and the state: also what
+    docstring), whatever the platform, the plan and the state: also what
     `PublicGame.compiler_options` asks."""
     p = getattr(game, "forest_plan", None)
-    if p is None or getattr(game, "trunk_plan", None) is not None or not ENABLED or config is None or config.rule not in RULES or config.dtype != "float32":
+    if p is None or getattr(game, "trunk_plan", None) is not None or config is None or not KERNELS["spot"].supports(config):
         return False
     if game.raked or game.num_boards != 1 or game.dense_showdown is None or game.terminals == "sorted":
         return False
     if game.weights.ndim != 2 or not p.folds or not p.showdowns:
         return False
-    return config.order != "simultaneous" or len(p.parent) <= SIMULTANEOUS_NODES
+    return config.order != "simultaneous" or len(p.parent) <= plan_of(game).spot_simultaneous_nodes
 
 
-def applies(game, config, locked, leaf, regret) -> bool:
-    """Whether this (half-)update runs as the kernels: `suits`, no leaf function state,
-    `[S, H]` slot arrays (and locks, if any), on an NVIDIA GPU (or `INTERPRET`)."""
+def applies(game, config, locked, leaf, regret, plan) -> bool:
+    """Whether this (half-)update runs as the kernels under `plan` (`cfrjax.plan.Plan`):
+    `suits`, no leaf function state, `[S, H]` slot arrays (and locks, if any), on an NVIDIA
+    GPU where the plan has `spot` (or interpreted)."""
     first = regret[0] if isinstance(regret, tuple) else regret
     if not suits(game, config) or leaf is not None or first.ndim != 2 or (locked is not None and locked.ndim != 2):
         return False
-    return INTERPRET or nvidia_gpu()
+    return plan.pallas_on("spot", nvidia_gpu())
 
 
 class _Rows:
@@ -374,13 +369,13 @@ def _update_kernel(*refs, p: Plan, lanes: tuple, firsts: tuple, outs: tuple, H: 
     _lanes(lanes, body)
 
 
-def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=None, locked_policy=None):
+def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=None, locked_policy=None, plan=None):
     """One (half-)update of `player`'s slots (None: both, simultaneous order) as the
     kernels: `(regret, avg, avg_comp)` new, each whole or `player`'s half as given.
 
     Args:
       game: a one-board dense `PublicGame` with a `forest_plan` (`applies`).
-      config: the solve's `SolverConfig` (a rule of `RULES`).
+      config: the solve's `SolverConfig` (`KERNELS["spot"].supports` it).
       regret: `[S, H]`, or the players' halves (`cfrjax.iteration.split_slots`): the
         cumulative regrets after this iteration's discount (`rules.discount`).
       avg, comp: the average and its compensation, as `regret` (player's half or whole).
@@ -390,11 +385,13 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
         (`cfrjax.iteration.compensated_mean_update`).
       locked, locked_policy: `[S, H]` the state's locks (`cfrjax.locking`), or `None`:
         the strategy at a locked slot is the locked one, in both kernels.
+      plan: the `cfrjax.plan.Plan` it runs under (`interpret`: in Pallas's interpreter).
     """
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
 
     p = game.forest_plan
+    interpret = "spot" in (plan or plan_of(game)).interpret
     H = game.num_hands
     lanes = (0, 1) if player is None else (player,)
     parts = tuple(regret) if isinstance(regret, tuple) else (regret,)
@@ -407,7 +404,7 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     x = pl.pallas_call(
         functools.partial(_operand_kernel, p=p, lanes=lanes, firsts=firsts, H=H, Hp=Hp, rows=rows),
         out_shape=jax.ShapeDtypeStruct((2, rows, Hp), jnp.bfloat16), grid=(pl.cdiv(Hp, BLOCK), len(lanes)),
-        interpret=INTERPRET, compiler_params=params, name="cfrjax_spot_operand")(*parts, game.weights, *lock)
+        interpret=interpret, compiler_params=params, name="cfrjax_spot_operand")(*parts, game.weights, *lock)
     m = jnp.stack([game.dense_compat, game.dense_showdown[0]]).astype(jnp.bfloat16)
     m = jnp.pad(m, ((0, 0), (0, Hp - H), (0, Hp - H)))                                 # loop-invariant
     tv = jnp.einsum("kqh,kgh->kqg", x, m, preferred_element_type=jnp.float32)          # [2, rows, Hp]
@@ -426,7 +423,7 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
         functools.partial(_update_kernel, p=p, lanes=lanes, firsts=firsts, outs=outs, H=H,
                           clamp=config.rule in rules.CLAMPED, own_reach=config.rule not in rules.UNWEIGHTED_AVERAGE,
                           average=average, locked=bool(lock)),
-        out_shape=shapes, grid=grid, interpret=INTERPRET, compiler_params=params, name="cfrjax_spot_update")(
+        out_shape=shapes, grid=grid, interpret=interpret, compiler_params=params, name="cfrjax_spot_update")(
             *parts, *whole(avg), *whole(comp), tv, game.weights, game.forest_fold_payoff.astype(dt),
             game.forest_showdown_stake.astype(dt), scal, *lock)
     return tuple(out)

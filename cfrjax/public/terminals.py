@@ -65,6 +65,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax.plan import plan_of
 from cfrjax.public import fold_kernel, native, showdown_kernel
 
 NUM_CARDS = 52
@@ -282,17 +283,19 @@ def _gather_rows(a, index):
     return jnp.take_along_axis(a, index[:, None, :], axis=0)
 
 
-def _showdown_sorted_hm(board: dict, x, cpu: bool):
+def _showdown_sorted_hm(board: dict, x, cpu: bool, plan):
     """One board: hand-major `x [H, Q]` -> `D [H, Q]` (module docstring).
 
     The tables are one board's (`sd_sorted [H]`, ...) or, batch-last, one board per
     subgame (`sd_sorted [H, *batch]`, `sd_card_sorted [C, M, *batch]`, `sd_index [H, 6,
-    *batch]`: `cfrjax.games.poker.boards`), the batch axes being the trailing axes of `Q`."""
+    *batch]`: `cfrjax.games.poker.boards`), the batch axes being the trailing axes of `Q`.
+    `plan`: the game's `cfrjax.plan.Plan` (from how many subgames the batch-first form runs;
+    `None` for one board's tables, which never run batch-first)."""
     H = x.shape[0]
     C, M = board["sd_card_sorted"].shape[:2]
     nb = _subgames(board)
     shape = x.shape
-    if _batch_first(board, cpu):
+    if _batch_first(board, cpu, plan):
         return _showdown_batch_first(board, x.reshape((H, -1, nb)), cpu).reshape(shape)
     if nb:
         x = x.reshape((H, -1, nb))
@@ -319,15 +322,14 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool):
     return jnp.sum(rows.reshape((H, 6) + x.shape[1:]), axis=1).reshape(shape)
 
 
-#: One board per subgame off the CPU, from this many subgames: the sorted showdown runs
-#: batch-first (`_showdown_batch_first`; the tests set it to force either form). Measured
+#: One board per subgame off the CPU, from `Plan.batch_first_min_subgames` subgames (1):
+#: the sorted showdown runs batch-first (`_showdown_batch_first`). Measured
 #: on an H200 (`bench/ab_commits.py` `spots:B:0`, DCFR alternating, full-range river, ms per
 #: iteration, batch-last -> flat batch-first): 8,192 spots 11.79 -> 10.35, 1,024 spots
 #: 1.84 -> 1.35, 512 spots 0.93 -> 0.74, 128 spots 0.33 -> 0.24; with the output
 #: transposed back through a flat copy, 8,192 spots 9.31 and 1,024 spots 1.24
 #: (`bench/results/ab_flat_gathers_h200.jsonl`). The earlier batch-first form (gathers
 #: under `vmap`) won only from 2,048 spots.
-BATCH_FIRST_MIN_SUBGAMES = 1
 
 
 def _showdown_batch_first(board: dict, x, cpu: bool):
@@ -380,15 +382,15 @@ def _subgames(board: dict) -> int:
     return int(np.prod(tb)) if tb else 0
 
 
-def _batch_first(board: dict, cpu: bool) -> bool:
+def _batch_first(board: dict, cpu: bool, plan) -> bool:
     """Whether the sorted showdown runs batch-first: subgames with their own boards, off the
-    CPU, at least `BATCH_FIRST_MIN_SUBGAMES` of them (then as `_showdown_kernel` where it is
-    used, else `_showdown_batch_first`)."""
+    CPU, at least `plan.batch_first_min_subgames` of them (then as `_showdown_kernel` where
+    it is used, else `_showdown_batch_first`)."""
     nb = _subgames(board)
-    return not cpu and nb > 0 and nb >= BATCH_FIRST_MIN_SUBGAMES
+    return not cpu and nb > 0 and nb >= plan.batch_first_min_subgames
 
 
-def _showdown_kernel(board: dict, r):
+def _showdown_kernel(board: dict, r, plan):
     """`r [K, L, H, *batch]` (one board per subgame) -> `Wk - St`, same shape, by
     `cfrjax.public.showdown_kernel` (float32 on NVIDIA GPUs): the same table as
     `_showdown_batch_first`, equal to rounding.
@@ -405,11 +407,11 @@ def _showdown_kernel(board: dict, r):
     Q = r.size // (H * nb)
     x = r.reshape(Q, H, nb)
     x = jax.lax.optimization_barrier(jnp.transpose(x, (2, 0, 1)).reshape(-1)).reshape(nb, Q, H)
-    out = showdown_kernel.showdown(x, *_tables_first(board, H))
+    out = showdown_kernel.showdown(x, *_tables_first(board, H), **_kernel_options(plan))
     return jax.lax.optimization_barrier(jnp.transpose(out, (1, 2, 0)).reshape(-1)).reshape(r.shape)
 
 
-def _showdown_kernel_one_board(board: dict, r):
+def _showdown_kernel_one_board(board: dict, r, plan):
     """`r [K, L, H, *batch]` at the showdowns of one board (tables `sd_sorted [H]`, ...) ->
     `Wk - St`, same shape, by `cfrjax.public.showdown_kernel` as one subgame whose nodes
     are the `K L *batch` rows. Mapped over a turn's river boards (`cfrjax.public.passes`
@@ -418,8 +420,13 @@ def _showdown_kernel_one_board(board: dict, r):
     H = r.shape[2]
     x = jnp.moveaxis(r, 2, -1)                                               # [K, L, *batch, H]
     out = showdown_kernel.showdown(x.reshape(1, -1, H), board["sd_sorted"][None],
-                                   board["sd_card_sorted"][None], board["sd_index"][None])
+                                   board["sd_card_sorted"][None], board["sd_index"][None], **_kernel_options(plan))
     return jnp.moveaxis(out.reshape(x.shape), -1, 2)
+
+
+def _kernel_options(plan) -> dict:
+    """`showdown_kernel.showdown`'s implementation arguments under `plan`."""
+    return dict(cuda=plan.cuda_showdown, interpret="showdown" in plan.interpret)
 
 
 def _tables_first(board: dict, H: int) -> tuple:
@@ -490,15 +497,14 @@ def dense_apply(m, x):
     return (out[..., :q] + out[..., q:2 * q]) + out[..., 2 * q:]
 
 
-#: One spot's fold and showdown sums in one matmul (`dense_pair`) where both are dense.
-DENSE_PAIR = True
 
 
 def dense_paired(game, cpu: bool) -> bool:
     """Whether a forest's folds and showdowns run as one matmul (`dense_pair`): the dense
     form on one board (several would broadcast the shared compat matrix per board), an
-    unraked game (a raked showdown adds a compat product) with both kinds of terminal."""
-    return (DENSE_PAIR and game.num_boards == 1 and not game.raked and dense_used(game, cpu)
+    unraked game (a raked showdown adds a compat product) with both kinds of terminal,
+    where the game's plan has it (`Plan.dense_pair`)."""
+    return (plan_of(game).dense_pair and game.num_boards == 1 and not game.raked and dense_used(game, cpu)
             and game.forest_fold_node.shape[0] > 0 and game.forest_showdown_node.shape[0] > 0)
 
 
@@ -561,9 +567,11 @@ def fold_values(game, r, row, inv_z, cpu: bool):
     reach `r [F, L, H, *batch]`, `row [F, L, 1, ...]` (stake and sign per fold row) and
     `inv_z` (`[1, 1, 1, *batch]`, each subgame's `1 / Z`). Batches of spots (no dense
     matrices) on an NVIDIA GPU run `cfrjax.public.fold_kernel` (one pass, batch-last)."""
-    if not cpu and not dense_used(game, cpu) and row.size == r.shape[0] * r.shape[1] and fold_kernel.used(r):
+    plan = plan_of(game)
+    if not cpu and not dense_used(game, cpu) and row.size == r.shape[0] * r.shape[1] and fold_kernel.used(r, plan):
         pairs = fold_kernel.pair_table(game.hand_cards, game.card_hands.shape[0])
-        return fold_kernel.fold_values(r, pairs, row.reshape(row.shape[:2]), inv_z.reshape(inv_z.shape[3:]))
+        return fold_kernel.fold_values(r, pairs, row.reshape(row.shape[:2]), inv_z.reshape(inv_z.shape[3:]),
+                                       interpret="fold" in plan.interpret)
     return fold_compat(game, r, cpu) * row * inv_z
 
 
@@ -576,14 +584,15 @@ def showdown_diff(game, board: dict, r, cpu: bool):
         return r
     if dense_used(game, cpu):
         return _rows(r, lambda x: dense_apply(board["dense_showdown"], x))
-    if _batch_first(board, cpu) and showdown_kernel.used(r):
-        return _showdown_kernel(board, r)
-    if not cpu and not _subgames(board) and showdown_kernel.used(r):
-        return _showdown_kernel_one_board(board, r)
-    if cpu and native.available():
+    plan = plan_of(game)
+    if _batch_first(board, cpu, plan) and showdown_kernel.used(r, plan):
+        return _showdown_kernel(board, r, plan)
+    if not cpu and not _subgames(board) and showdown_kernel.used(r, plan):
+        return _showdown_kernel_one_board(board, r, plan)
+    if cpu and plan.native:
         if not _subgames(board):
             return _rows(r, lambda x: native.showdown(x, board["sd_sorted"], board["sd_card_sorted"], board["sd_index"]))
         return _showdown_native_per_subgame(board, r)
     # On CPU the reach is written out first: fused into the gathers below, it would be
     # recomputed (the forward pass's path products) for every gathered row.
-    return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu))
+    return _rows(r, lambda x: _showdown_sorted_hm(board, _materialise(x) if cpu else x, cpu, plan))

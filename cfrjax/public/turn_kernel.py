@@ -38,7 +38,7 @@ Same arithmetic as the XLA passes (`cfrjax.public.passes`), equal to float32 rou
 (one step from the same state, compiled on an H200: regrets within 1.3e-8 of the XLA
 passes' at a scale of 0.02). Used (`applies`) for a turn spot (not a flop, not raked,
 sorted terminals, isomorphic river trees), float32, on an
-NVIDIA GPU (or Pallas's interpreter, `INTERPRET`), for `spot_kernel.RULES`, locked
+NVIDIA GPU where the plan has `turn` (`cfrjax.plan`; or Pallas's interpreter), for the rules `cfrjax.kernels.KERNELS["turn"]` supports, locked
 strategies or not, no batch axes. The full-range turn, H200, through `cfrjax.solve`,
 off/on in one process (`bench/ab_switch.py`, `bench/results/turn_kernel_switch_h200.jsonl`):
 CFR+ simultaneous 0.278 -> 0.179 ms/iter (kernels per iteration 42 -> 20, compile 2.2 ->
@@ -54,24 +54,21 @@ import jax
 import jax.numpy as jnp
 
 from cfrjax import rules
+from cfrjax.kernels import KERNELS
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.public import showdown_kernel, spot_kernel
 from cfrjax.public.spot_kernel import (FOLD, SHOWDOWN, _backward, _forward, _lock_rows, _match, _matched,
                                        _own_slots, _parts, _reach, _row)
 
-#: Use the kernels on NVIDIA GPUs (set False to run the XLA passes there).
-ENABLED = True
-#: Run the kernels in Pallas's interpreter (tests on CPU); on a GPU they compile (Triton).
-INTERPRET = False
 #: Hands per program and warps per program.
 BLOCK, WARPS = 64, 2
 
 
 def suits(game, config) -> bool:
     """Whether `game` and the solve's `config` are of the kind these kernels run."""
-    if getattr(game, "trunk_plan", None) is None or game.forest_plan is None or not ENABLED or config is None:
+    if getattr(game, "trunk_plan", None) is None or game.forest_plan is None or config is None:
         return False
-    if config.rule not in spot_kernel.RULES or config.dtype != "float32" or game.raked or game.board_groups:
+    if not KERNELS["turn"].supports(config) or game.raked or game.board_groups:
         return False
     if game.weights.ndim != 2 or game.dense_showdown is not None or game.terminals == "dense":
         return False
@@ -80,12 +77,13 @@ def suits(game, config) -> bool:
     return template(game.forest_plan) is not None
 
 
-def applies(game, config, locked, leaf, regret) -> bool:
-    """`suits`, no leaf function state, `[S, H]` slot arrays, on an NVIDIA GPU (or `INTERPRET`)."""
+def applies(game, config, locked, leaf, regret, plan) -> bool:
+    """`suits`, no leaf function state, `[S, H]` slot arrays, on an NVIDIA GPU where `plan`
+    (`cfrjax.plan.Plan`) has `turn` (or interpreted)."""
     first = regret[0] if isinstance(regret, tuple) else regret
     if not suits(game, config) or leaf is not None or first.ndim != 2 or (locked is not None and locked.ndim != 2):
         return False
-    return INTERPRET or nvidia_gpu()
+    return plan.pallas_on("turn", nvidia_gpu())
 
 
 class _Slots:
@@ -402,10 +400,13 @@ def _trunk_kernel(*refs, game, lane: int, li: int, L: int, nr: int, no: int, out
                  r_in, clamp, own_reach, average, b_t, w_t)
 
 
-def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=None, locked_policy=None):
+def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=None, locked_policy=None, plan=None):
     """One (half-)update of `player`'s slots (None: both) as the kernels:
     `(regret, avg, avg_comp)` new, each whole or `player`'s half as given (arguments as
     `cfrjax.public.spot_kernel.half`)."""
+    from cfrjax.plan import plan_of
+    plan = plan or plan_of(game)
+    interpret = "turn" in plan.interpret
     from jax.experimental import pallas as pl
     from jax.experimental.pallas import triton as plt
     from cfrjax.public.terminals import _showdown_sorted_hm, compat_sums_dot
@@ -429,15 +430,16 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
     for li, lane in enumerate(lanes):
         ops = pl.pallas_call(
             functools.partial(_operand_kernel, game=game, tpl=tpl, lane=lane, li=li, L=L, nr=nr, locked=bool(lock)),
-            out_shape=shapes, grid=(pl.cdiv(H, BLOCK), B, tpl.R), interpret=INTERPRET, compiler_params=params,
+            out_shape=shapes, grid=(pl.cdiv(H, BLOCK), B, tpl.R), interpret=interpret, compiler_params=params,
             input_output_aliases={} if li == 0 else {nr + 2 + len(lock) + k: k for k in range(2)},
             name="cfrjax_turn_operand")(*parts, game.weights, live, *lock, *(ops if li else ()))
     r_fold, r_sd = ops
-    if showdown_kernel.used(r_sd):
-        d = showdown_kernel.showdown(r_sd, game.sd_sorted, game.sd_card_sorted, game.sd_index)  # [B, K L, H]
+    if showdown_kernel.used(r_sd, plan):
+        d = showdown_kernel.showdown(r_sd, game.sd_sorted, game.sd_card_sorted, game.sd_index,   # [B, K L, H]
+                                     cuda=plan.cuda_showdown, interpret="showdown" in plan.interpret)
     else:   # the XLA form, per board (the tests in Pallas's interpreter, the showdown kernel switched off)
         tables = {k: getattr(game, k) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
-        d = jax.vmap(lambda t, x: _showdown_sorted_hm(t, x.T, cpu=False).T)(tables, r_sd)
+        d = jax.vmap(lambda t, x: _showdown_sorted_hm(t, x.T, False, plan).T)(tables, r_sd)
     c = compat_sums_dot(None, game.hand_cards, game.card_hands.shape[0], axis=1, parts=r_fold,
                         matrix=game.card_matrix)                                # [rows, H]
     scal = jnp.stack([jnp.asarray(b_t, dt), jnp.asarray(w_new, dt), 1.0 / game.norm.astype(dt)])
@@ -457,7 +459,7 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
         base = ins + (game.weights, live, c, d, fold_pay, stake, scal) + lock
         new = pl.pallas_call(
             functools.partial(_forest_kernel, tpl=tpl, lane=lane, li=li, **kw),
-            out_shape=out_shapes + (roots_shape,), grid=(pl.cdiv(H, BLOCK), B, tpl.R), interpret=INTERPRET,
+            out_shape=out_shapes + (roots_shape,), grid=(pl.cdiv(H, BLOCK), B, tpl.R), interpret=interpret,
             compiler_params=params, name="cfrjax_turn_forest",
             input_output_aliases={} if li == 0 else {len(base) + k: k for k in range(4)})(
                 *base, *(new if li else ()))
@@ -468,6 +470,6 @@ def half(game, config, regret, avg, comp, player, b_t, w_new, average, locked=No
         base = ins + (game.weights, roots, c, tpay, scal) + lock
         new = pl.pallas_call(
             functools.partial(_trunk_kernel, lane=lane, li=li, **kw),
-            out_shape=out_shapes, grid=(pl.cdiv(H, BLOCK),), interpret=INTERPRET, compiler_params=params,
+            out_shape=out_shapes, grid=(pl.cdiv(H, BLOCK),), interpret=interpret, compiler_params=params,
             name="cfrjax_turn_trunk", input_output_aliases={len(base) + k: k for k in range(3)})(*base, *new)
     return tuple(new)
