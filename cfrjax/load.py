@@ -54,7 +54,7 @@ def _check_name(source: str) -> None:
     from cfrjax.games.openspiel import _pyspiel
 
     if source.split("(")[0].strip() not in _pyspiel().registered_names():
-        raise ValueError(f"unknown game {source!r}: not a file and not an OpenSpiel game "
+        raise SpecError(f"unknown game {source!r}: not a file and not an OpenSpiel game "
                          "(`cfrjax games` lists some; any OpenSpiel game string works)")
 
 

@@ -92,5 +92,7 @@ def load_libratus_endgame(path: str | os.PathLike, top_n: int | None = None, **o
     )
     if "behind" in overrides:   # chips behind instead of the Libratus stack
         del kw["stack"]
+    if overrides.get("raise_cap") == 0 and "raise_fractions" not in overrides:
+        del kw["raise_fractions"]   # no raises: the Libratus raise sizes are not offered (an error if given)
     kw.update(overrides)
     return PokerSubgameSpec(**kw)
