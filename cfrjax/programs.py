@@ -275,9 +275,18 @@ def _cache_switch():
 def _compile_fresh(lowered):
     """`lowered` compiled without JAX's persistent cache: an executable read from that
     cache serializes without its code on XLA:CPU (jaxlib 0.10.2: running the kept copy
-    failed with `Function ... not found`), so a kept program is always compiled."""
+    failed with `Function ... not found`), so a kept program is always compiled. JAX
+    decides once per process whether its cache is used (`compilation_cache.is_cache_used`),
+    so the switch alone does not keep a compile away from it after the first: the decision
+    is reset to take the switch, and reset again after, for the next compile as configured."""
+    from jax._src import compilation_cache
+
     with _cache_switch()(False):
-        return lowered.compile()
+        compilation_cache.reset_cache()
+        try:
+            return lowered.compile()
+        finally:
+            compilation_cache.reset_cache()
 
 
 def static_positions(fun, static_names: frozenset, n: int) -> frozenset:

@@ -129,3 +129,25 @@ def test_kept_after_jaxs_cache_runs_in_a_new_process(tmp_path):
     assert len(kept) == 1                   # the solve (a small state's zeros come from the host)
     assert run("keep") == want              # read back in a new process and run
     assert _kept(tmp_path) == kept
+
+
+def test_a_kept_program_is_compiled_afresh_when_jaxs_cache_holds_it(tmp_path):
+    """The same program kept in a second store after the first one compiled it: JAX's
+    persistent cache (on for the suite) then holds its executable, which on XLA:CPU
+    serializes without its code; `programs` compiles past that cache, so the second
+    store's copy runs when read back. (JAX decides once per process whether its cache is
+    used, so turning its switch off alone did not keep the compile away from it: the
+    copy failed with `Function ... not found` in whole-suite runs.)"""
+    game = cfrjax.load_game("kuhn_poker")
+    state = cfrjax.init(game, rule="cfr+", dtype="float32")
+    kw = dict(iterations=7, eval_every=7)
+    want = cfrjax.solve(game, state, **kw)
+    for store in ("a", "b"):            # each store compiles it (the second after JAX's cache holds it)
+        programs.enable(tmp_path / store)
+        jax.clear_caches()
+        cfrjax.solve(game, state, **kw)
+        assert len(_kept(tmp_path / store)) == 1
+    programs.enable(None)
+    programs.enable(tmp_path / "b")     # a new process reading the second store
+    jax.clear_caches()
+    _equal(cfrjax.solve(game, state, **kw), want)
