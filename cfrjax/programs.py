@@ -53,6 +53,8 @@ __all__ = ["enable", "folder", "Unkept", "key"]
 _FOLDER: str | None = None
 #: Executables read or compiled in this process, by key.
 _LOADED: dict = {}
+#: Keys of executables read from the store whose first run is not yet checked, by id.
+_UNCHECKED: dict = {}
 #: Keys by the tuple they digest (a repeated call skips the `repr` and the hash).
 _DIGESTS: dict = {}
 
@@ -273,12 +275,14 @@ def _cache_switch():
 
 
 def _compile_fresh(lowered):
-    """`lowered` compiled without JAX's persistent cache: an executable read from that
+    """`lowered` compiled afresh, past JAX's caches: an executable read from its persistent
     cache serializes without its code on XLA:CPU (jaxlib 0.10.2: running the kept copy
     failed with `Function ... not found`), so a kept program is always compiled. JAX
-    decides once per process whether its cache is used (`compilation_cache.is_cache_used`),
-    so the switch alone does not keep a compile away from it after the first: the decision
-    is reset to take the switch, and reset again after, for the next compile as configured."""
+    decides once per process whether its cache is used (`compilation_cache.is_cache_used`):
+    its switch alone does not keep a later compile away from it, so the decision is reset
+    around the compile. (An executable that shares code with one the persistent cache
+    loaded earlier in the process can still serialize without it: `call` checks a read-back
+    executable's first run.)"""
     from jax._src import compilation_cache
 
     with _cache_switch()(False):
@@ -316,6 +320,8 @@ def prepare(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
     compiled = _LOADED.get(k)
     if compiled is None:
         compiled = _read(k)
+        if compiled is not None:
+            _UNCHECKED[id(compiled)] = k
     if compiled is not None:
         _LOADED[k] = compiled
         return (lambda: compiled), dyn
@@ -345,4 +351,21 @@ def call(jitted, fun, static_names: frozenset, args: tuple, kwargs: dict):
     compiled, dyn = executable(jitted, fun, static_names, args, kwargs)
     if compiled is None:
         return jitted(*args, **kwargs)
-    return compiled(*dyn[0], **dyn[1])
+    out = compiled(*dyn[0], **dyn[1])
+    k = _UNCHECKED.pop(id(compiled), None)
+    if k is not None:   # read from the store, first run: it must find its code
+        try:
+            jax.block_until_ready(out)
+        except jax.errors.JaxRuntimeError as e:
+            # XLA:CPU can serialize an executable without code it shares with one that JAX's
+            # persistent cache loaded earlier in the writing process ("Function ... not
+            # found" when run): that file is dropped, and the program runs through jit
+            if "not found" not in str(e).lower():
+                raise
+            _LOADED.pop(k, None)
+            try:
+                os.remove(_path(k))
+            except OSError:
+                pass
+            return jitted(*args, **kwargs)
+    return out

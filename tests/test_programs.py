@@ -32,8 +32,23 @@ def _river():
     return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=3), hands="support")
 
 
+@pytest.fixture
+def no_persistent_cache():
+    """JAX's persistent compilation cache (on for the suite) off for one test: an earlier
+    module's entry for the same program, read by this test's jit, would make the test
+    depend on the modules run before it (`programs.call` then drops the kept copy and
+    traces, which this test forbids)."""
+    from jax._src import compilation_cache
+
+    jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
+    yield
+    jax.config.update("jax_enable_compilation_cache", True)
+    compilation_cache.reset_cache()
+
+
 @pytest.mark.parametrize("case", ["kuhn-fixed", "river-target"])
-def test_kept_solve_runs_without_tracing_and_equals_the_jit(case, tmp_path, monkeypatch):
+def test_kept_solve_runs_without_tracing_and_equals_the_jit(case, tmp_path, monkeypatch, no_persistent_cache):
     if case == "kuhn-fixed":
         game = cfrjax.load_game("kuhn_poker")
         kw = dict(iterations=20, eval_every=5)
@@ -151,3 +166,30 @@ def test_a_kept_program_is_compiled_afresh_when_jaxs_cache_holds_it(tmp_path):
     programs.enable(tmp_path / "b")     # a new process reading the second store
     jax.clear_caches()
     _equal(cfrjax.solve(game, state, **kw), want)
+
+
+class _NotFound:
+    """A leaf whose wait fails as a kept executable missing its code does."""
+
+    def block_until_ready(self):
+        raise jax.errors.JaxRuntimeError("NOT_FOUND: Function iota_convert_fusion not found (type id: 1)")
+
+
+def test_a_kept_program_that_cannot_run_is_dropped_and_jit_runs(tmp_path, monkeypatch):
+    """A kept executable read back whose first run fails for missing code (see
+    `programs.call`) is dropped from the store and the call runs through jit: the user gets
+    the jit's result, and the next call keeps the program anew."""
+    game = cfrjax.load_game("kuhn_poker")
+    state = cfrjax.init(game, rule="cfr+", dtype="float32")
+    want = cfrjax.solve(game, state, 5)
+    programs.enable(tmp_path)
+    cfrjax.solve(game, state, 5)
+    (path,) = _kept(tmp_path)
+    programs.enable(None)
+    programs.enable(tmp_path)
+    monkeypatch.setattr(programs, "_deserialize", lambda data: (lambda *a, **k: _NotFound()))
+    _equal(cfrjax.solve(game, state, 5), want)
+    assert not path.exists()
+    monkeypatch.undo()
+    _equal(cfrjax.solve(game, state, 5), want)
+    assert path.exists()
