@@ -10,6 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from selection import cases
+
 import cfrjax
 from cfrjax.games.poker import PokerSubgameSpec
 from cfrjax.games.poker.cards import COMBOS
@@ -106,7 +108,7 @@ def test_showdown_diff_runs_it_on_cpu_and_the_xla_form_when_off(monkeypatch):
     np.testing.assert_allclose(on, off, rtol=0, atol=1e-12 * float(np.asarray(r).sum(axis=2).max()))
 
 
-@pytest.mark.parametrize("rule", ["dcfr", "cfr+"])
+@pytest.mark.parametrize("rule", cases(["dcfr", "cfr+"], ["cfr+"]))   # dcfr slow: the registry test covers it
 def test_public_solve_with_and_without_it(monkeypatch, rule):
     """A public-form poker spot solved in float64 with the native showdown and with the XLA
     form: the same regrets and averages to rounding on every hand in its player's range,

@@ -166,6 +166,7 @@ def test_a_kept_program_is_compiled_afresh_when_jaxs_cache_holds_it(tmp_path):
     programs.enable(tmp_path / "b")     # a new process reading the second store
     jax.clear_caches()
     _equal(cfrjax.solve(game, state, **kw), want)
+    assert len(_kept(tmp_path / "b")) == 1    # it ran: not dropped for missing code (`programs.call`)
 
 
 class _NotFound:

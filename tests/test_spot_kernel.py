@@ -9,6 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from selection import cases
+
 import cfrjax
 from cfrjax.games.poker.public import build_public
 from cfrjax.public import spot_kernel
@@ -47,7 +49,11 @@ def _solve(game, state, n, enabled: bool):
     return jax.jit(run)(game, state), str(jax.make_jaxpr(run)(game, state))
 
 
-@pytest.mark.parametrize("rule,order,locked", [("cfr+", "simultaneous", False), ("dcfr", "alternating", True)])
+# The locked DCFR alternating case by default; CFR+ simultaneous unlocked slow (in Pallas's
+# interpreter on a CPU each case takes about 10 s; tests/test_kernels.py runs the kernels
+# against the XLA passes too).
+@pytest.mark.parametrize("rule,order,locked", cases([("cfr+", "simultaneous", False), ("dcfr", "alternating", True)],
+                                                    [("dcfr", "alternating", True)], unpack=True))
 def test_kernels_equal_the_xla_passes(river, rule, order, locked, monkeypatch):
     """Regrets, average and its compensation after 6 iterations: the kernels' equal the
     XLA passes' to float32 rounding (summation order, division): a clamped rule under
