@@ -117,13 +117,14 @@ def pytest_unconfigure(config):
 #: The order modules are sent to the xdist workers (`--no-loadscope-reorder` in
 #: pyproject.toml keeps it; the others follow, alphabetically): first those whose tests
 #: wait on their `BACKGROUND` jobs (a wheel build and its venv, the multi-process runs, the
-#: float32 processes, notebook kernels, the 4-device subprocess), so that the waiting
+#: float32 processes, notebook kernels, the docs' build and examples, the 4-device
+#: subprocess), so that the waiting
 #: overlaps the in-process tests, then the longest in-process modules, so that the last
 #: ones are short and both workers finish together. xdist's default order (modules with
 #: more tests first) left the waiting modules last, both workers waiting on them at the
 #: end: 352 s on the 2-core machine, 328 s with the waiting modules first, and a 20 s tail
 #: of one worker alone on test_solver.
-EARLY_MODULES = ("test_wheel", "test_multiprocess", "test_precision", "test_notebooks", "test_shard",
+EARLY_MODULES = ("test_wheel", "test_multiprocess", "test_precision", "test_notebooks", "test_docs", "test_shard",
                  "test_public_solver", "test_public_form", "test_parity", "test_solver", "test_rules",
                  "test_batch", "test_depth_limited", "test_checkpoint", "test_boards", "test_datagen")
 
