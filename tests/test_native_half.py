@@ -62,14 +62,16 @@ def _random_state(game, rule, order, dtype, seed=0, t=4):
                                avg_weight=jnp.asarray(3.0, state.avg_weight.dtype))
 
 
-# Every rule alternating and CFR+ simultaneous on the river; on the turn (its trunk and
-# boards, the same rule code) DCFR alternating by default, the others slow
+# On the river a clamped rule (CFR+, both orders), a discounted one (DCFR) and the unweighted
+# average (postflop DCFR), alternating; on the turn (its trunk and boards, the same rule
+# code) DCFR alternating: by default, the others slow
 # (tests/selection.py): every rule the native update claims also runs against the XLA
 # passes in tests/test_kernels.py.
 ALL = [(spot, rule, order) for spot in ("river", "turn") for rule in cfrjax.rules.RULES
        if KERNELS["native_half"].supports(cfrjax.Config(rule=rule))
        for order in ("alternating", "simultaneous")]
-FAST = [c for c in ALL if (c[0] == "river" and (c[2] == "alternating" or c[1] == "cfr+"))
+FAST = [c for c in ALL if (c[0] == "river" and c[1] in ("cfr+", "dcfr", "dcfr-postflop")
+                           and (c[2] == "alternating" or c[1] == "cfr+"))
         or (c[0] == "turn" and c[1:] == ("dcfr", "alternating"))]
 CASES = cases(ALL, FAST, unpack=True)
 
@@ -122,7 +124,7 @@ def test_locked_rows_play_their_policy(spots, order, monkeypatch):
 # street by default, the other cases slow.
 @pytest.mark.parametrize("spot,player", cases([(s, p) for p in (None, 0, 1) for s in ("river", "turn", "flop")],
                                               [(s, None) for s in ("river", "turn", "flop")] + [("turn", 0),
-                                                                                                 ("flop", 1)],
+                                                                                                 ("river", 1)],
                                               unpack=True))
 def test_forest_equals_the_xla_boards(spots, spot, player):
     """A regret pass's boards (on a flop: its forest roots per turn card)."""
