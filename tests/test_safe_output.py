@@ -6,7 +6,6 @@ to the built game's."""
 import os
 import re
 import shutil
-import time
 
 import numpy as np
 import pytest
@@ -64,9 +63,7 @@ def test_output_path_refused_before_any_work(argv, tmp_path, monkeypatch, capsys
 
     for name in ("_solve", "_show", "_datagen", "_solve_batch", "_supervised_batch", "_load_game_quietly"):
         monkeypatch.setattr(cli, name, ran)
-    t0 = time.perf_counter()
     code, out = _main([a.format(x=blocker) for a in argv], capsys)
-    assert time.perf_counter() - t0 < 20   # no command ran: about 0.1 s on a quiet machine
     line = _one_error_line(out.err)
     assert code == 2 and f"{blocker} is a file" in line, line
 
@@ -176,21 +173,17 @@ def test_realistic_flop_refused_in_seconds_python(monkeypatch):
     `MemoryPlanError` within seconds without building it."""
     _skip_if_it_fits()
     _no_build(monkeypatch)
-    t0 = time.perf_counter()
     with pytest.raises(MemoryPlanError, match=r"3bp_Ah8d4c_flop.*flop spot: 2,491,952 public nodes over 2,352"):
         cfrjax.load_game(BIG_FLOP)
-    assert time.perf_counter() - t0 < 20   # about 0.3 s on a quiet machine; building takes minutes
 
 
 def test_realistic_flop_refused_in_seconds_cli(monkeypatch, capsys):
     """(b) The same through the command line: one line, exit code 2, nothing built."""
     _skip_if_it_fits()
     _no_build(monkeypatch)
-    t0 = time.perf_counter()
     code, out = _main(["solve", BIG_FLOP, "--iterations", "1"], capsys)
     line = _one_error_line(out.err)
     assert code == 2 and "refused before building it" in line and "a later street" in line, line
-    assert time.perf_counter() - t0 < 20   # about 0.3 s on a quiet machine; building takes minutes
     # --memory-plan: the refused plan's table, then the same line
     code, out = _main(["solve", BIG_FLOP, "--memory-plan"], capsys)
     lines = out.err.strip().splitlines()
@@ -282,8 +275,6 @@ def test_tabular_form_of_a_full_range_turn_refused_in_seconds(monkeypatch, capsy
     monkeypatch.setattr(cfrjax.load, "build_spec", build)
     with pytest.raises(MemoryPlanError, match="hunl_turn_full' in the tabular form .*3,870,196,201 nodes"):
         cfrjax.load_game("hunl_turn_full", form="tabular")
-    t0 = time.perf_counter()
     code, out = _main(["solve", "hunl_turn_full", "--form", "tabular"], capsys)
     line = _one_error_line(out.err)
     assert code == 2 and "refused before building it" in line and "use the public form" in line, line
-    assert time.perf_counter() - t0 < 20   # about 1 s on a quiet machine
