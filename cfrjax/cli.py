@@ -1086,8 +1086,7 @@ def main(argv=None) -> int:
             _exit_now(130)  # shutdown under it can crash (SIGSEGV instead of 130); end the process here
         return 130
     except PeerLostError as e:
-        print(f"cfrjax: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 1
+        return _error(e, code=1)
     except (SpecError, ValueError, OSError, ImportError, MemoryPlanError) as e:
         if getattr(e, "plan", None) is not None and getattr(args, "memory_plan", False):
             print(e.plan.table(), file=sys.stderr)   # the refused plan, asked for by --memory-plan
@@ -1132,11 +1131,11 @@ def _games_command(argv) -> int:
     return 0
 
 
-def _error(e: Exception) -> int:
-    """The one-line error of `e` on stderr; the exit code 2."""
+def _error(e: Exception, code: int = 2) -> int:
+    """The one-line error of `e` on stderr; returns the exit `code` (2: bad input)."""
     msg = " ".join(str(e).split()) or type(e).__name__
     print(f"cfrjax: error: {msg}", file=sys.stderr)
-    return 2
+    return code
 
 
 def _report_batch(args, r: dict) -> int:
