@@ -19,6 +19,10 @@ def _untraceable(*args, **kwargs):
     raise AssertionError("traced")
 
 
+def _uncompilable(lowered):
+    raise AssertionError("compiled")
+
+
 def _equal(a, b):
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
@@ -63,8 +67,10 @@ def test_kept_solve_runs_without_tracing_and_equals_the_jit(case, tmp_path, monk
     assert len(_kept(tmp_path)) == kept
     programs.enable(None)                                   # a new process: nothing in memory
     programs.enable(tmp_path)
-    jax.clear_caches()
     monkeypatch.setattr(driver, "run_steps", _untraceable)  # tracing would fail
+    # jit's own caches still hold this trace (no `jax.clear_caches()`): a call that missed the
+    # store would lower from them and compile, which fails here instead
+    monkeypatch.setattr(programs, "_compile_fresh", _uncompilable)
     again = cfrjax.solve(game, state, **kw)
     _equal(first, want)
     _equal(again, want)
@@ -146,7 +152,7 @@ def test_kept_after_jaxs_cache_runs_in_a_new_process(tmp_path):
     assert _kept(tmp_path) == kept
 
 
-def test_a_kept_program_is_compiled_afresh_when_jaxs_cache_holds_it(tmp_path):
+def test_a_kept_program_is_compiled_afresh_when_jaxs_cache_holds_it(tmp_path, monkeypatch):
     """The same program kept in a second store after the first one compiled it: JAX's
     persistent cache (on for the suite) then holds its executable, which on XLA:CPU
     serializes without its code; `programs` compiles past that cache, so the second
@@ -159,12 +165,11 @@ def test_a_kept_program_is_compiled_afresh_when_jaxs_cache_holds_it(tmp_path):
     want = cfrjax.solve(game, state, **kw)
     for store in ("a", "b"):            # each store compiles it (the second after JAX's cache holds it)
         programs.enable(tmp_path / store)
-        jax.clear_caches()
         cfrjax.solve(game, state, **kw)
         assert len(_kept(tmp_path / store)) == 1
     programs.enable(None)
     programs.enable(tmp_path / "b")     # a new process reading the second store
-    jax.clear_caches()
+    monkeypatch.setattr(programs, "_compile_fresh", _uncompilable)   # it is read back, not compiled
     _equal(cfrjax.solve(game, state, **kw), want)
     assert len(_kept(tmp_path / "b")) == 1    # it ran: not dropped for missing code (`programs.call`)
 
