@@ -50,7 +50,7 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     import jax
     import cfrjax
     from cfrjax.compile_cache import enable_compile_cache
-    from cfrjax.forms import starting_pot
+    from cfrjax.games.poker.pot import starting_pot
     from cfrjax.games.poker import load_poker_config
     from cfrjax.games.poker.public import build_public
     import dataclasses

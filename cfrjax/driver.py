@@ -21,7 +21,6 @@ import numpy as np
 
 from cfrjax.best_response import exploitability_and_value, expected_values
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
-from cfrjax.forms import starting_pot
 from cfrjax.host import default_platform
 from cfrjax.iteration import join_slots, split_slots, split_step
 from cfrjax.locking import drop_idle_locks, restore_locks
@@ -34,24 +33,18 @@ from cfrjax import xla_options
 @dataclasses.dataclass(frozen=True)
 class Trace:
     """Evaluation checkpoints of a solve, each `[K]` (NumPy, on the host): iteration,
-    exploitability, value (player 0's); `precision` is the float type the evaluation used
-    (`"float64"`: always, whatever the iteration dtype, see `evaluate`); `pot` the
-    starting pot of a poker subgame (`cfrjax.forms.starting_pot`), else `None`."""
+    exploitability (in the game's payoff units: chips for a poker spot, whose % of the pot
+    is `cfrjax.poker.pct_of_pot`), value (player 0's); `precision` is the float type the
+    evaluation used (`"float64"`: always, whatever the iteration dtype, see `evaluate`)."""
 
     iteration: Any
     exploitability: Any
     value: Any
     precision: str = "float64"
-    pot: float | None = None
-
-    @property
-    def exploitability_pct_pot(self):
-        """`[K]` exploitability in % of the starting pot (poker's unit), or `None`."""
-        return None if self.pot is None else 100.0 * np.asarray(self.exploitability) / self.pot
 
 
 jax.tree_util.register_dataclass(Trace, data_fields=["iteration", "exploitability", "value"],
-                                 meta_fields=["precision", "pot"])
+                                 meta_fields=["precision"])
 
 #: The float type of every reported figure (`evaluate`, traces, the target stop).
 EVAL_DTYPE = "float64"
@@ -102,34 +95,6 @@ def _target(target) -> float:
     if not t >= 0:
         raise ValueError(f"target_exploitability must be a number >= 0, got {target!r}")
     return t
-
-
-def parse_target(text: str) -> tuple[float, bool]:
-    """A target as a user writes it (`cfrjax solve --target`): `(x, True)` for `"x%"` (a
-    percentage of the starting pot), `(x, False)` for a plain number (an exploitability in
-    the game's unit); x finite and > 0, else `ValueError` naming the text."""
-    pct = text.strip().endswith("%")
-    try:
-        x = float(text.strip()[:-1] if pct else text)
-    except ValueError:
-        x = math.nan
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"target {text!r}: expected an exploitability > 0, a number in the game's unit (e.g. "
-                         "0.001) or a percentage of a poker spot's starting pot (e.g. 0.5%)")
-    return x, pct
-
-
-def target_chips(text: str, pot: float | None, game: str) -> float:
-    """A target as a user writes it (`parse_target`) as an exploitability in the game's
-    unit: x% of `pot` (`cfrjax.forms.starting_pot`; `ValueError` for a game without one),
-    or x."""
-    x, pct = parse_target(text)
-    if not pct:
-        return x
-    if pot is None:
-        raise ValueError(f"target {text}: {game} has no pot (not a poker spot), so a percentage of the pot has no "
-                         "meaning; give an absolute exploitability, e.g. 0.001")
-    return x / 100 * pot
 
 
 #: `lax.scan` unroll factor of a small solve off the CPU (`scan_unroll`): a small game's
@@ -211,7 +176,7 @@ def evaluate(game, state: SolverState) -> tuple[float, float]:
 
     Returns:
       `(exploitability, value)`: float64 scalars, in the game's payoff units (chips in a
-      poker spot; `cfrjax.forms.starting_pot` gives the pot for a percentage).
+      poker spot; `cfrjax.poker.pct_of_pot` gives them in % of the pot).
     """
     with jax.enable_x64(True):
         e, v = _evaluate_jit(game, state)
@@ -300,7 +265,7 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         every `eval_every` iterations (and after the last one), inside the executable;
         target-driven: the evaluation cadence (default: `target_evaluations`' schedule).
       target_exploitability: stop threshold in the game's unit (chips for poker: x% of
-        the pot is `x / 100 * cfrjax.forms.starting_pot(game)`), a number >= 0
+        the pot is `cfrjax.games.poker.pot.target_chips("x%", game)`), a number >= 0
         (target-driven mode; needs `max_iterations`).
       max_iterations: iteration cap of the target-driven mode (a positive int).
       check_memory: first check the memory plan against the device's free memory
@@ -340,8 +305,7 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
                 if target_reached(rows[-1][1], target):
                     break
         its, es, vs = (np.asarray(c) for c in zip(*rows))
-        return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs), None,
-                                                  starting_pot(game))
+        return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs))
     if iterations is None:
         raise ValueError("iterations is required unless target_exploitability and max_iterations are given")
     if not isinstance(iterations, int) or iterations < 0:
@@ -352,14 +316,14 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         return restore_locks(_solve(game, state, iterations, None)[0], locks)
     with jax.enable_x64(True):  # the evaluation (only) runs in float64
         state, trace = _solve(game, state, iterations, eval_every)
-        return restore_locks(state, locks), _host(trace, None, starting_pot(game))
+        return restore_locks(state, locks), _host(trace)
 
 
-def _host(trace: Trace, k: int | None = None, pot: float | None = None) -> Trace:
-    """The trace as NumPy arrays (the first `k` checkpoints), float64 kept, with `pot`."""
+def _host(trace: Trace, k: int | None = None) -> Trace:
+    """The trace as NumPy arrays (the first `k` checkpoints), float64 kept."""
     cut = (lambda x: np.asarray(x)[:k]) if k is not None else np.asarray
     return Trace(iteration=cut(trace.iteration), exploitability=cut(trace.exploitability),
-                 value=cut(trace.value), precision=trace.precision, pot=pot)
+                 value=cut(trace.value), precision=trace.precision)
 
 
 def stop_points(start: int, total: int, every: int, checkpoint_every: int | None = None) -> list[int]:

@@ -47,6 +47,7 @@ import json
 import os
 import re
 import time
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -54,7 +55,7 @@ import numpy as np
 
 from cfrjax import batch as _batch, shard as _shard
 from cfrjax.atomic import atomic_write
-from cfrjax.driver import TARGET_EVAL_EVERY, _target, target_chips, target_evaluations, target_reached
+from cfrjax.driver import TARGET_EVAL_EVERY, _target, target_evaluations, target_reached
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE
 from cfrjax.state import ARRAY_FIELDS
 
@@ -518,18 +519,18 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
                        dtype: str = "float32", chunk: int | None = None, cluster: Cluster | None = None,
                        initialization_timeout: int = INITIALIZATION_TIMEOUT,
                        heartbeat_timeout: int = HEARTBEAT_TIMEOUT, resume: bool = True, on_chunk=None,
-                       on_ready=None, target: float | str | None = None, plan="auto") -> dict:
+                       on_ready=None, target: float | Callable[[Any], float] | None = None, plan="auto") -> dict:
     """Start the distributed runtime (`cluster`, default `cluster_config()`), load `game`
     (anything `cfrjax.load_game` takes: a shipped spec name, a `.toml`, ...), build
     `random_batch(game, batch, seed)` and solve this process's rows with `solve_shards`
-    (`target`: an exploitability, or `"x%"` of the spot's starting pot, as `cfrjax solve
-    --target`). `on_ready(summary)` is called once the game is built and the rows are
+    (`target`: an exploitability in the game's unit, or a function of the built game giving
+    one: `cfrjax solve-batch --target x%` passes `cfrjax.games.poker.pot.target_chips`'s
+    conversion of x% of the spot's starting pot, as `cfrjax solve --target`). `on_ready(summary)` is called once the game is built and the rows are
     known. `plan`: the implementation plan (`cfrjax.plan.resolve_plan`'s choice: "auto",
     "xla" or a `Plan`). Returns `solve_shards`'s summary with the plan that ran
     (`Plan.describe`). What `cfrjax solve-batch` runs, on every process."""
     cluster = cluster_config() if cluster is None else cluster
     initialize(cluster, initialization_timeout=initialization_timeout, heartbeat_timeout=heartbeat_timeout)
-    from cfrjax.forms import starting_pot
     from cfrjax.load import load_game
 
     source = game if isinstance(game, str) else getattr(game, "name", "game")
@@ -549,7 +550,7 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
                       plan=g.plan))
     out = solve_shards(games, iterations, out_dir, rule=rule, order=order, averaging=averaging, dtype=dtype,
                        chunk=chunk, mesh=mesh, meta=dict(source=source, seed=seed, build_s=build_s),
-                       target=None if target is None else target_chips(str(target), starting_pot(g), g.name),
+                       target=target(g) if callable(target) else target,
                        resume=resume, on_chunk=on_chunk)
     return dict(out, build_s=build_s, cluster_source=cluster.source, coordinator=cluster.coordinator,
                 plan=g.plan.describe())

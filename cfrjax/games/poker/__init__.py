@@ -16,6 +16,7 @@ Modules (data flows config -> builders; no cycles): `cards`, `evaluator`, `range
 `betting` (bet-size strings per street and player, `BetSizes`);
 `config` (`PokerSubgameSpec`); `deals` (deals, deal weights, `set_root_ranges`);
 `subgame` (tabular form: `build_spec`); `libratus` and `toml` (spec files -> config);
+`pot` (the starting pot, exploitability and targets in % of it);
 `strategy` (table export).
 
 `build_spec(PokerSubgameSpec(...))` or `load_poker_toml("games/hunl_river.toml")`
@@ -31,7 +32,8 @@ from cfrjax.games.poker.libratus import load_libratus_endgame, read_libratus_fil
 from cfrjax.games.poker.ranges import (
     parse_range, random_ranges, range_from_hands, resolve_range, token_mask, top_n, weights_from_array)
 from cfrjax.games.poker.betting import BetSizes, parse_sizes
-from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec, starting_pot
+from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec
+from cfrjax.games.poker.pot import pct_of_pot, starting_pot
 from cfrjax.games.poker.deals import (
     deal_probabilities, deals_from_support, root_deals, root_ranges, set_root_ranges, subgame_deals)
 from cfrjax.games.poker.subgame import KEY_FIELDS, build_spec, count_paper_sizes
@@ -45,7 +47,7 @@ __all__ = [
     "canonical_hand", "canonical_key", "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "deal_probabilities",
     "deals_from_support", "evaluate",
     "hand_category", "load_libratus_endgame", "load_poker_config", "load_poker_toml", "parse_board", "parse_cards",
-    "parse_combo", "parse_range", "parse_sizes", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
+    "parse_combo", "parse_range", "pct_of_pot", "parse_sizes", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
     "read_libratus_file", "read_strategy_csv", "read_strategy_json", "resolve_range", "root_deals",
     "root_ranges", "set_root_ranges", "starting_pot", "strategy_table", "subgame_deals", "write_strategy_csv", "write_strategy_json", "token_mask", "top_n", "weights_from_array",
 ]
