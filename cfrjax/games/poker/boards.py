@@ -36,6 +36,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax.deck import NUM_CARDS
 from cfrjax.games.poker.cards import COMBOS, NUM_COMBOS
 from cfrjax.games.poker.evaluator import evaluate
 from cfrjax.public import terminals as pt
@@ -67,7 +68,7 @@ def river_hands(boards) -> np.ndarray:
     """`[B, 1081]` int64: the combos of each board's hand list (those not blocked by the
     board, in combo order): hand `h` of board `b` is combo `river_hands(boards)[b, h]`."""
     b = _boards(boards)
-    on = np.zeros((b.shape[0], 52), bool)
+    on = np.zeros((b.shape[0], NUM_CARDS), bool)
     np.put_along_axis(on, b, True, 1)
     blocked = on[:, COMBOS[:, 0]] | on[:, COMBOS[:, 1]]                                  # [B, 1326]
     return (np.flatnonzero(~blocked.ravel()) % NUM_COMBOS).reshape(b.shape[0], RIVER_HANDS)
