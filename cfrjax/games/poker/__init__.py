@@ -17,7 +17,7 @@ Modules (data flows config -> builders; no cycles): `cards`, `evaluator`, `range
 `config` (`PokerSubgameSpec`); `deals` (deals, deal weights, `set_root_ranges`);
 `subgame` (tabular form: `build_spec`); `libratus` and `toml` (spec files -> config);
 `pot` (the starting pot, exploitability and targets in % of it);
-`strategy` (table export).
+`strategy_files` (`cfrjax.strategy_table`'s rows as CSV or JSON).
 
 `build_spec(PokerSubgameSpec(...))` or `load_poker_toml("games/hunl_river.toml")`
 give a validated `GameSpec`; `load_libratus_endgame` reads the released Libratus
@@ -38,8 +38,9 @@ from cfrjax.games.poker.deals import (
     deal_probabilities, deals_from_support, root_deals, root_ranges, set_root_ranges, subgame_deals)
 from cfrjax.games.poker.subgame import KEY_FIELDS, build_spec, count_paper_sizes
 from cfrjax.games.poker.toml import config_from_dict, load_poker_config, load_poker_toml
-from cfrjax.games.poker.strategy import (
-    read_strategy_csv, read_strategy_json, strategy_table, write_strategy_csv, write_strategy_json)
+from cfrjax.games.poker.strategy_files import (
+    read_strategy_csv, read_strategy_json, write_strategy_csv, write_strategy_json)
+from cfrjax.strategy import strategy_table   # the one table of every game, re-exported beside its files
 
 __all__ = [
     "ALLIN", "BetSizes", "KEY_FIELDS", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
