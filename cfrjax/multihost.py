@@ -60,7 +60,7 @@ from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE
 from cfrjax.state import ARRAY_FIELDS
 
 __all__ = ["Cluster", "PeerLostError", "cluster_config", "initialize", "live_processes", "random_batch",
-           "read_shards", "shard_path", "solve_batch_to_dir", "solve_shards"]
+           "read_shards", "shard_files", "shard_path", "solve_batch_to_dir", "solve_shards"]
 
 ENV_COORDINATOR = "CFRJAX_COORDINATOR"
 ENV_NUM_PROCESSES = "CFRJAX_NUM_PROCESSES"
@@ -263,9 +263,24 @@ def random_batch(game, batch: int, seed: int = 0):
     return jax.vmap(set_root_chance, (None, 0), axes)(game, jnp.asarray(probs))
 
 
-def shard_path(out_dir: str, process_id: int, num_processes: int) -> str:
-    """`OUT/shard-<process>-of-<count>.npz` (5 digits each)."""
-    return os.path.join(out_dir, f"shard-{process_id:05d}-of-{num_processes:05d}.npz")
+#: A shard file's name, whatever its zero-padding (`shard_path` writes 5 digits; datagen
+#: datasets written before the two shard names became one have 6).
+SHARD_FILE = re.compile(r"shard-(\d+)-of-(\d+)\.npz")
+
+
+def shard_path(out_dir: str | os.PathLike, index: int, count: int) -> str:
+    """`OUT/shard-<index>-of-<count>.npz`, both numbers zero-padded to 5 digits: the one
+    name of a shard file, process `index` of `count`'s rows of a `solve-batch` run and shard
+    `index` of a `cfrjax.datagen` dataset's `count`."""
+    return os.path.join(os.fspath(out_dir), f"shard-{index:05d}-of-{count:05d}.npz")
+
+
+def shard_files(out_dir: str | os.PathLike) -> dict[tuple[int, int], str]:
+    """`{(index, count): path}` of the shard files in `out_dir` (`SHARD_FILE`: any
+    zero-padding, so a folder written with the older 6-digit names keeps reading)."""
+    out_dir = os.fspath(out_dir)
+    return {(int(m.group(1)), int(m.group(2))): os.path.join(out_dir, name)
+            for name in sorted(os.listdir(out_dir)) if (m := SHARD_FILE.fullmatch(name))}
 
 
 def _local_rows(x) -> np.ndarray:
