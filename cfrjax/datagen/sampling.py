@@ -26,7 +26,7 @@ import dataclasses
 
 import numpy as np
 
-from cfrjax.datagen.config import DatagenConfig
+from cfrjax.datagen.dataset import DatagenConfig
 from cfrjax.games.poker.boards import board_tables, host_workers, win_probability
 from cfrjax.deck import NUM_CARDS
 from cfrjax.games.poker.cards import NUM_COMBOS, parse_board

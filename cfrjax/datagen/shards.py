@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from cfrjax.atomic import atomic_write
-from cfrjax.datagen.config import SCHEMA_VERSION, DatagenConfig
+from cfrjax.datagen.dataset import SCHEMA_VERSION, DatagenConfig
 from cfrjax.datagen.sampling import sample_shard
 from cfrjax.datagen.solve import solve_spots, spot_game
 from cfrjax.multihost import shard_files, shard_path

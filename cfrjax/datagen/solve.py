@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.batch import batched_fields_of, init_batch, solve_batch
-from cfrjax.datagen.config import DatagenConfig, spot_spec
+from cfrjax.datagen.dataset import DatagenConfig, spot_spec
 from cfrjax.datagen.sampling import ShardSpots
 from cfrjax.driver import with_float_dtype
 from cfrjax.games.poker.boards import set_boards
