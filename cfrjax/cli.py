@@ -436,10 +436,10 @@ _PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
 
 
 def _solve(args) -> dict:
-    # One solve's buffers are a small part of a GPU (a full-range turn 0.3 GB), and XLA
-    # reserving 75% of an H200's memory at the first transfer took 2.1-2.5 s of a 5 s cold
-    # turn solve: the command lets XLA's pool grow instead, unless the variable is set
-    # (bench/results/spot_speed_h200.jsonl, "session 28"). Before the backend starts.
+    # One solve's buffers are a small part of a GPU, and XLA reserving 75% of its memory at
+    # the first transfer was a large part of a cold solve (bench/README.md, "History from
+    # the code"): the command lets XLA's pool grow instead, unless the variable is set.
+    # Before the backend starts.
     os.environ.setdefault(_PREALLOCATE, "false")
     import jax
 

@@ -53,8 +53,7 @@ EVAL_DTYPE = "float64"
 #: The automatic evaluation schedule of a target-driven solve (`target_evaluations`):
 #: iterations run in chunks of `TARGET_EVAL_EVERY` (one executable), evaluated after the
 #: first chunk and then each time the iterations done have grown by `TARGET_EVAL_GROWTH`.
-#: An evaluation (both best responses, in float64) costs about 7-12 iterations on a CPU
-#: (Leduc 1.4 ms against 0.22 ms an iteration, the river spot 3.5 against 0.28): every ten
+#: An evaluation (both best responses, in float64) costs several iterations: every ten
 #: iterations it would double a solve's work; on this schedule a run of N iterations
 #: evaluates about `log(N / 10) / log(1.25)` times and passes its target by at most a
 #: quarter of its iterations (plus a chunk).
@@ -98,11 +97,9 @@ def _target(target) -> float:
 
 
 #: `lax.scan` unroll factor of a small solve off the CPU (`scan_unroll`): a small game's
-#: iteration is a few dozen short kernels, and the loop's own per-trip work counts. H200,
-#: jax 0.11.2, CFR+ simultaneous, with the double-buffered loop of `cfrjax.xla_options`
-#: (`bench/loop_unroll.py`, `bench/results/loop_unroll_h200.jsonl`): Libratus endgame 4 in
-#: the public form 0.0442 -> 0.0365 ms/iter at 4 (8: 0.0393), the full-range river spot
-#: 0.0309 -> 0.0275; larger solves gain little and compile longer.
+#: iteration is a few dozen short kernels, and the loop's own per-trip work counts; larger
+#: solves gain little and compile longer (`bench/loop_unroll.py`; measured: `bench/README.md`,
+#: "History from the code").
 SMALL_SOLVE_UNROLL = 4
 #: Regret entries (slots x hands x batch) up to which a solve counts as small.
 SMALL_SOLVE_ENTRIES = 2 ** 17
@@ -227,12 +224,8 @@ def _chunk(game, state, iterations):
     Compiled without XLA:GPU's while-loop double buffering (`cfrjax.xla_options`): this is
     the program that answers "how long to a target from here", where its compile and load
     weigh more than a few percent of its iterations. Unrolling the iteration scan by two
-    made it a third larger (the full-range turn on an H200, measured when the chunks and
-    evaluations were one program: 11,500 lines of optimised HLO against 7,600, 151
-    fusions against 116), so it compiled and read back more slowly: kept executable 0.89
-    MB against 0.62, read back in 0.28-0.42 s against 0.15-0.26, from the build to 0.3% of
-    the pot with a warm cache 0.55-0.81 s against 0.41-0.61, for 1-2 ms of its 70
-    iterations (`bench/results/double_buffer_target_h200.jsonl`)."""
+    made it about a third larger, so it compiled and read back more slowly than the
+    milliseconds its iterations gained (`bench/README.md`, "History from the code")."""
     return run_steps(game, state, iterations)
 
 

@@ -122,7 +122,7 @@ def win_probability(tables: dict) -> np.ndarray:
     half; `cfrjax.datagen.hand_strength` of each board), read off the tables' counts of
     hands weaker / not stronger, in all and among those holding each of its cards."""
     # int32 as the tables are (their entries are below 2 * 47 * 47): int64 copies and
-    # their `%` made this 9x slower, the host's largest serial step per datagen shard.
+    # their `%` made this several times slower, the host's largest serial step per shard.
     ix = np.asarray(tables["sd_index"])[:, 0]                                             # [B, H, 6]
     H, M = RIVER_HANDS, CARD_HANDS.shape[1]
     lt, le = ix[..., 0], ix[..., 1]

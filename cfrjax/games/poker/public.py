@@ -436,7 +436,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     dense = None
     # Several boards (a turn's river cards) on an NVIDIA GPU: every board's showdowns run as
     # one launch of the sorted showdown kernel, faster than the matrices and without their
-    # memory (full-range turn, H200: 0.66 -> 0.39 ms/iter, 0.86 -> 0.36 GB).
+    # memory.
     if _builds_dense(terminals, B, H, dense_limit_bytes):
         dense = pt.dense_tables(strength, hand_cards, live)
 

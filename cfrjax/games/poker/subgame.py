@@ -49,9 +49,7 @@ the actor's street total after the action).
 Layout: the GameSpec's nodes are in breadth-first order (parent indices are
 non-decreasing), built by replicating one per-deal "deal template" (the public tree,
 with river slots 0..43 standing for that deal's live river cards) over all deals
-with vectorized NumPy, level by level. Libratus endgame 4 at full range (36,098,785
-nodes) builds in 1-6 s plus 7-16 s of `GameSpec` validation on a 2-core machine (peak
-about 6 GB); endgame 3 (93,168,610 nodes) in about 50 s at about 15 GB.
+with vectorized NumPy, level by level (build times: `cfrjax.games.poker.sizes`).
 
 Sizes "the paper's way" (`count_paper_sizes`): States = non-chance nodes (terminals
 included), Infosets = distinct (player, own hand, public node) over the same nodes.
