@@ -41,7 +41,6 @@ The result equals `cfrjax.solve_batch` of the whole batch on one process bit for
 from __future__ import annotations
 
 import dataclasses
-import glob
 import io
 import json
 import os
@@ -498,7 +497,7 @@ def read_shards(out_dir: str) -> dict:
       FileNotFoundError: no shard file, or one of the run's shards is missing.
       ValueError: shards of different runs.
     """
-    paths = sorted(glob.glob(os.path.join(out_dir, "shard-*-of-*.npz")))
+    paths = list(shard_files(out_dir).values()) if os.path.isdir(out_dir) else []
     if not paths:
         raise FileNotFoundError(f"no shard files (shard-*-of-*.npz) in {out_dir}")
     parts = [_read_npz(p) for p in paths]

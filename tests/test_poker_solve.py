@@ -139,6 +139,9 @@ def test_strategy_table_and_writers(tmp_path):
     assert len(strategy_table(game, policy, min_probability=0.5)) < len(rows)
     with pytest.raises(ValueError, match="expected"):
         strategy_table(game, policy[:-1])
+    kuhn = cfrjax.load_game("kuhn_poker")     # no hand, no history: not a poker spot's table
+    with pytest.raises(ValueError, match="has no hand/history: not a row of a poker spot"):
+        write_strategy_csv(strategy_table(kuhn, cfrjax.uniform_policy(kuhn)), tmp_path / "k.csv")
 
 
 def test_nuts_range_sanity():
