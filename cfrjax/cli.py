@@ -978,7 +978,7 @@ def _sizes(src, compute):
         return (*SPEC_SIZES.get(_spec_digest(src), (None, None)), "public")
     if src.endswith(".toml"):
         from cfrjax.games.poker import load_poker_config
-        from cfrjax.games.poker.public import build_public
+        from cfrjax.games.poker.public_tree import build_public
         g = build_public(load_poker_config(src))
         return g.num_nodes, g.num_infosets * g.num_hands, "public"
     if src.endswith(".npz"):

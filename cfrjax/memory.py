@@ -27,7 +27,7 @@ error halfway through compilation or the run.
     print(plan)                                   # the table
     cfrjax.memory.check_fits(plan, jax.devices()[0])
 
-A poker spot's plan before it is built: `cfrjax.games.poker.public.public_plan(config)`,
+A poker spot's plan before it is built: `cfrjax.games.poker.public_tree.public_plan(config)`,
 `memory_plan` of a game of the same shapes sized from the betting tree alone (equal to the
 built game's, tested); `cfrjax.load_game` checks it first (`check_public_fits`).
 """

@@ -35,7 +35,7 @@ from cfrjax import datagen
 from cfrjax.cli import main as cli_main
 from cfrjax.games.poker import (
     COMBO_NAMES, COMBOS, PokerSpecError, PokerSubgameSpec, card_str, combos_blocked_by, parse_board, parse_combo)
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.policy import normalize
 
 jax.config.update("jax_enable_x64", True)

@@ -29,7 +29,7 @@ from cfrjax import cli
 from cfrjax.games.poker import (
     COMBO_NAMES, PokerSpecError, PokerSubgameSpec, build_spec, combo_index, combo_str, config_from_dict,
     load_poker_config, parse_range, range_from_hands, read_strategy_csv, strategy_table, write_strategy_csv)
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.public.report import node_report
 
 RANKS, SUITS = "23456789TJQKA", "shdc"

@@ -423,7 +423,7 @@ def test_starting_pot_of_each_form():
     in every form, and is None for a game that is not a poker subgame."""
     import cfrjax
     from cfrjax.games.poker import starting_pot
-    from cfrjax.games.poker.public import build_public
+    from cfrjax.games.poker.public_tree import build_public
 
     cfg = PokerSubgameSpec(board=RIVER, pot=30, stack=100, random_hands=2, seed=0)
     spec = build_spec(cfg)
@@ -439,7 +439,7 @@ def test_percent_of_the_pot_is_the_poker_layers():
 
     import cfrjax
     from cfrjax.games.poker.pot import pct_of_pot, target_chips
-    from cfrjax.games.poker.public import build_public
+    from cfrjax.games.poker.public_tree import build_public
 
     game = build_public(PokerSubgameSpec(board=RIVER, pot=30, stack=100, random_hands=2, seed=0))
     assert pct_of_pot(game, 1.5) == 5.0 and target_chips("5%", game) == 1.5 and target_chips("0.25", game) == 0.25

@@ -18,7 +18,7 @@ import pytest
 
 import cfrjax
 from cfrjax.games.poker import PokerSubgameSpec, build_spec, load_poker_config
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.rules import ORDERS, RULES
 from selection import cases
 

@@ -33,7 +33,7 @@ from cfrjax.datagen.sampling import ShardSpots
 from cfrjax.driver import with_float_dtype
 from cfrjax.games.poker.boards import set_boards
 from cfrjax.games.poker.cards import NUM_COMBOS
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.policy import normalize
 from cfrjax.public import passes as pp
 

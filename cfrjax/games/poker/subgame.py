@@ -380,7 +380,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
 
     Raises:
       PokerSpecError: a raked spec (`config.raked`): the tabular form is zero-sum; the
-        public form (`cfrjax.games.poker.public.build_public`) solves raked spots.
+        public form (`cfrjax.games.poker.public_tree.build_public`) solves raked spots.
     """
     t_start = time.perf_counter()
     cfg = config

@@ -648,7 +648,7 @@ def check_public_fits(config: PokerSubgameSpec, *, hands=None, terminals: str = 
     what = (f"{config.name!r} (a {config.street} spot: {sz['nodes']:,} public nodes over {sz['boards']:,} board(s), "
             f"{sz['slots']:,} slots x {sz['hands']:,} hands), refused before building it,")
     remedy = ("use fewer bet and raise sizes (or fewer raises), a later street (a turn or river spot), or a machine "
-              "with more memory (cfrjax.games.poker.public.public_plan(config) prints the plan)")
+              "with more memory (cfrjax.games.poker.public_tree.public_plan(config) prints the plan)")
     device = jax.devices()[0] if device is None and budget_bytes is None else device
     out = check_fits(plan, device, budget_bytes=budget_bytes, what=what, remedy=remedy)
     if budget_bytes is None and device.platform != "cpu":
