@@ -38,7 +38,7 @@ from kernel_profile import profile_run  # noqa: E402
 
 def _game(source: str):
     from cfrjax.games.poker import load_libratus_endgame, load_poker_config
-    from cfrjax.games.poker.public import build_public
+    from cfrjax.games.poker.public_tree import build_public
     if source.startswith("libratus:"):
         return build_public(load_libratus_endgame(source.split(":", 1)[1]))
     return build_public(load_poker_config(cfrjax.load.spec_path(source)))

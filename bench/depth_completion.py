@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 
 import cfrjax  # noqa: E402
 from cfrjax.games.poker import PokerSubgameSpec  # noqa: E402
-from cfrjax.games.poker.public import build_public  # noqa: E402
+from cfrjax.games.poker.public_tree import build_public  # noqa: E402
 from common import append_records, environment  # noqa: E402
 
 OUT = os.path.join(HERE, "results", "depth_completion.jsonl")

@@ -22,7 +22,7 @@ import jax  # noqa: E402
 import cfrjax  # noqa: E402
 from cfrjax.games.poker import build_spec  # noqa: E402
 from cfrjax.games.poker.libratus import load_libratus_endgame  # noqa: E402
-from cfrjax.games.poker.public import build_public  # noqa: E402
+from cfrjax.games.poker.public_tree import build_public  # noqa: E402
 from common import append_records, environment, peak_memory_bytes, time_solve  # noqa: E402
 
 

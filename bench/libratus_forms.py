@@ -47,7 +47,7 @@ jax.config.update("jax_enable_x64", True)
 import cfrjax  # noqa: E402
 from cfrjax.games.poker import build_spec, load_libratus_endgame  # noqa: E402
 from cfrjax.games.poker.deals import subgame_deals  # noqa: E402
-from cfrjax.games.poker.public import build_public  # noqa: E402
+from cfrjax.games.poker.public_tree import build_public  # noqa: E402
 from cfrjax.games.poker.subgame import RIVER_CARDS  # noqa: E402
 from common import append_records, environment, peak_memory_bytes  # noqa: E402
 

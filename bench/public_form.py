@@ -31,7 +31,7 @@ def _one(spot: str, iterations: int, repeats: int, dtype: str, terminals: str) -
         jax.config.update("jax_enable_x64", True)
     import cfrjax
     from cfrjax.games.poker import load_poker_config
-    from cfrjax.games.poker.public import build_public
+    from cfrjax.games.poker.public_tree import build_public
     from common import environment, peak_memory_bytes, time_solve
 
     t0 = time.perf_counter()

@@ -436,10 +436,10 @@ _PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
 
 
 def _solve(args) -> dict:
-    # One solve's buffers are a small part of a GPU (a full-range turn 0.3 GB), and XLA
-    # reserving 75% of an H200's memory at the first transfer took 2.1-2.5 s of a 5 s cold
-    # turn solve: the command lets XLA's pool grow instead, unless the variable is set
-    # (bench/results/spot_speed_h200.jsonl, "session 28"). Before the backend starts.
+    # One solve's buffers are a small part of a GPU, and XLA reserving 75% of its memory at
+    # the first transfer was a large part of a cold solve (bench/README.md, "History from
+    # the code"): the command lets XLA's pool grow instead, unless the variable is set.
+    # Before the backend starts.
     os.environ.setdefault(_PREALLOCATE, "false")
     import jax
 
@@ -448,7 +448,7 @@ def _solve(args) -> dict:
     import cfrjax
     from tqdm import tqdm
 
-    from cfrjax.driver import parse_target
+    from cfrjax.games.poker.pot import parse_target
 
     if args.target is None:
         if args.max_iterations is not None:
@@ -477,8 +477,7 @@ def _solve(args) -> dict:
     _check_plot_available(args.plot)
 
     from cfrjax.compile_cache import compile_count, enable_compile_cache
-    from cfrjax.driver import target_chips
-    from cfrjax.games.poker import starting_pot
+    from cfrjax.games.poker.pot import starting_pot, target_chips
 
     cache = enable_compile_cache(args.compile_cache)
     t0 = time.perf_counter()
@@ -488,7 +487,7 @@ def _solve(args) -> dict:
     build_s = time.perf_counter() - t0
     _say_plan(args, game.plan)
     pot = starting_pot(game)  # poker spots: exploitability also in % of the starting pot
-    target = None if args.target is None else target_chips(args.target, pot, game.name)
+    target = None if args.target is None else target_chips(args.target, game)
     if args.save_policy:  # the form's default extension; a .json too large refused before solving
         args.save_policy = cfrjax.strategy.policy_path(args.save_policy, game)
         cfrjax.strategy.check_json_size(args.save_policy, game)
@@ -623,13 +622,13 @@ def _solve_batch(args) -> dict:
     import jax
 
     from cfrjax import multihost
+    from cfrjax.games.poker.pot import parse_target, target_chips
 
     for name in ("batch", "iterations", "chunk", "init_timeout", "heartbeat_timeout"):
         v = getattr(args, name)
         if v is not None and v <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be positive, got {v}")
     if args.target is not None:
-        from cfrjax.driver import parse_target
         parse_target(args.target)  # a bad value fails before the build
     cluster = multihost.cluster_config(args.coordinator, args.num_processes, args.process_id)
     from cfrjax.compile_cache import enable_compile_cache
@@ -649,7 +648,8 @@ def _solve_batch(args) -> dict:
     return multihost.solve_batch_to_dir(
         args.game, args.out, batch=args.batch, iterations=args.iterations, seed=args.seed, form=args.form,
         rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype, chunk=args.chunk,
-        cluster=cluster, resume=not args.restart, on_ready=ready, target=args.target, plan=args.plan,
+        cluster=cluster, resume=not args.restart, on_ready=ready, plan=args.plan,
+        target=None if args.target is None else (lambda g: target_chips(args.target, g)),
         on_chunk=(lambda _: time.sleep(delay)) if delay else None, **timeouts)
 
 
@@ -978,7 +978,7 @@ def _sizes(src, compute):
         return (*SPEC_SIZES.get(_spec_digest(src), (None, None)), "public")
     if src.endswith(".toml"):
         from cfrjax.games.poker import load_poker_config
-        from cfrjax.games.poker.public import build_public
+        from cfrjax.games.poker.public_tree import build_public
         g = build_public(load_poker_config(src))
         return g.num_nodes, g.num_infosets * g.num_hands, "public"
     if src.endswith(".npz"):

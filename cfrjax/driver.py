@@ -21,7 +21,6 @@ import numpy as np
 
 from cfrjax.best_response import exploitability_and_value, expected_values
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
-from cfrjax.forms import starting_pot
 from cfrjax.host import default_platform
 from cfrjax.iteration import join_slots, split_slots, split_step
 from cfrjax.locking import drop_idle_locks, restore_locks
@@ -34,24 +33,18 @@ from cfrjax import xla_options
 @dataclasses.dataclass(frozen=True)
 class Trace:
     """Evaluation checkpoints of a solve, each `[K]` (NumPy, on the host): iteration,
-    exploitability, value (player 0's); `precision` is the float type the evaluation used
-    (`"float64"`: always, whatever the iteration dtype, see `evaluate`); `pot` the
-    starting pot of a poker subgame (`cfrjax.forms.starting_pot`), else `None`."""
+    exploitability (in the game's payoff units: chips for a poker spot, whose % of the pot
+    is `cfrjax.poker.pct_of_pot`), value (player 0's); `precision` is the float type the
+    evaluation used (`"float64"`: always, whatever the iteration dtype, see `evaluate`)."""
 
     iteration: Any
     exploitability: Any
     value: Any
     precision: str = "float64"
-    pot: float | None = None
-
-    @property
-    def exploitability_pct_pot(self):
-        """`[K]` exploitability in % of the starting pot (poker's unit), or `None`."""
-        return None if self.pot is None else 100.0 * np.asarray(self.exploitability) / self.pot
 
 
 jax.tree_util.register_dataclass(Trace, data_fields=["iteration", "exploitability", "value"],
-                                 meta_fields=["precision", "pot"])
+                                 meta_fields=["precision"])
 
 #: The float type of every reported figure (`evaluate`, traces, the target stop).
 EVAL_DTYPE = "float64"
@@ -60,8 +53,7 @@ EVAL_DTYPE = "float64"
 #: The automatic evaluation schedule of a target-driven solve (`target_evaluations`):
 #: iterations run in chunks of `TARGET_EVAL_EVERY` (one executable), evaluated after the
 #: first chunk and then each time the iterations done have grown by `TARGET_EVAL_GROWTH`.
-#: An evaluation (both best responses, in float64) costs about 7-12 iterations on a CPU
-#: (Leduc 1.4 ms against 0.22 ms an iteration, the river spot 3.5 against 0.28): every ten
+#: An evaluation (both best responses, in float64) costs several iterations: every ten
 #: iterations it would double a solve's work; on this schedule a run of N iterations
 #: evaluates about `log(N / 10) / log(1.25)` times and passes its target by at most a
 #: quarter of its iterations (plus a chunk).
@@ -104,40 +96,10 @@ def _target(target) -> float:
     return t
 
 
-def parse_target(text: str) -> tuple[float, bool]:
-    """A target as a user writes it (`cfrjax solve --target`): `(x, True)` for `"x%"` (a
-    percentage of the starting pot), `(x, False)` for a plain number (an exploitability in
-    the game's unit); x finite and > 0, else `ValueError` naming the text."""
-    pct = text.strip().endswith("%")
-    try:
-        x = float(text.strip()[:-1] if pct else text)
-    except ValueError:
-        x = math.nan
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"target {text!r}: expected an exploitability > 0, a number in the game's unit (e.g. "
-                         "0.001) or a percentage of a poker spot's starting pot (e.g. 0.5%)")
-    return x, pct
-
-
-def target_chips(text: str, pot: float | None, game: str) -> float:
-    """A target as a user writes it (`parse_target`) as an exploitability in the game's
-    unit: x% of `pot` (`cfrjax.forms.starting_pot`; `ValueError` for a game without one),
-    or x."""
-    x, pct = parse_target(text)
-    if not pct:
-        return x
-    if pot is None:
-        raise ValueError(f"target {text}: {game} has no pot (not a poker spot), so a percentage of the pot has no "
-                         "meaning; give an absolute exploitability, e.g. 0.001")
-    return x / 100 * pot
-
-
 #: `lax.scan` unroll factor of a small solve off the CPU (`scan_unroll`): a small game's
-#: iteration is a few dozen short kernels, and the loop's own per-trip work counts. H200,
-#: jax 0.11.2, CFR+ simultaneous, with the double-buffered loop of `cfrjax.xla_options`
-#: (`bench/loop_unroll.py`, `bench/results/loop_unroll_h200.jsonl`): Libratus endgame 4 in
-#: the public form 0.0442 -> 0.0365 ms/iter at 4 (8: 0.0393), the full-range river spot
-#: 0.0309 -> 0.0275; larger solves gain little and compile longer.
+#: iteration is a few dozen short kernels, and the loop's own per-trip work counts; larger
+#: solves gain little and compile longer (`bench/loop_unroll.py`; measured: `bench/README.md`,
+#: "History from the code").
 SMALL_SOLVE_UNROLL = 4
 #: Regret entries (slots x hands x batch) up to which a solve counts as small.
 SMALL_SOLVE_ENTRIES = 2 ** 17
@@ -211,7 +173,7 @@ def evaluate(game, state: SolverState) -> tuple[float, float]:
 
     Returns:
       `(exploitability, value)`: float64 scalars, in the game's payoff units (chips in a
-      poker spot; `cfrjax.forms.starting_pot` gives the pot for a percentage).
+      poker spot; `cfrjax.poker.pct_of_pot` gives them in % of the pot).
     """
     with jax.enable_x64(True):
         e, v = _evaluate_jit(game, state)
@@ -262,12 +224,8 @@ def _chunk(game, state, iterations):
     Compiled without XLA:GPU's while-loop double buffering (`cfrjax.xla_options`): this is
     the program that answers "how long to a target from here", where its compile and load
     weigh more than a few percent of its iterations. Unrolling the iteration scan by two
-    made it a third larger (the full-range turn on an H200, measured when the chunks and
-    evaluations were one program: 11,500 lines of optimised HLO against 7,600, 151
-    fusions against 116), so it compiled and read back more slowly: kept executable 0.89
-    MB against 0.62, read back in 0.28-0.42 s against 0.15-0.26, from the build to 0.3% of
-    the pot with a warm cache 0.55-0.81 s against 0.41-0.61, for 1-2 ms of its 70
-    iterations (`bench/results/double_buffer_target_h200.jsonl`)."""
+    made it about a third larger, so it compiled and read back more slowly than the
+    milliseconds its iterations gained (`bench/README.md`, "History from the code")."""
     return run_steps(game, state, iterations)
 
 
@@ -300,7 +258,7 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         every `eval_every` iterations (and after the last one), inside the executable;
         target-driven: the evaluation cadence (default: `target_evaluations`' schedule).
       target_exploitability: stop threshold in the game's unit (chips for poker: x% of
-        the pot is `x / 100 * cfrjax.forms.starting_pot(game)`), a number >= 0
+        the pot is `cfrjax.games.poker.pot.target_chips("x%", game)`), a number >= 0
         (target-driven mode; needs `max_iterations`).
       max_iterations: iteration cap of the target-driven mode (a positive int).
       check_memory: first check the memory plan against the device's free memory
@@ -340,8 +298,7 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
                 if target_reached(rows[-1][1], target):
                     break
         its, es, vs = (np.asarray(c) for c in zip(*rows))
-        return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs), None,
-                                                  starting_pot(game))
+        return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs))
     if iterations is None:
         raise ValueError("iterations is required unless target_exploitability and max_iterations are given")
     if not isinstance(iterations, int) or iterations < 0:
@@ -352,14 +309,14 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
         return restore_locks(_solve(game, state, iterations, None)[0], locks)
     with jax.enable_x64(True):  # the evaluation (only) runs in float64
         state, trace = _solve(game, state, iterations, eval_every)
-        return restore_locks(state, locks), _host(trace, None, starting_pot(game))
+        return restore_locks(state, locks), _host(trace)
 
 
-def _host(trace: Trace, k: int | None = None, pot: float | None = None) -> Trace:
-    """The trace as NumPy arrays (the first `k` checkpoints), float64 kept, with `pot`."""
+def _host(trace: Trace, k: int | None = None) -> Trace:
+    """The trace as NumPy arrays (the first `k` checkpoints), float64 kept."""
     cut = (lambda x: np.asarray(x)[:k]) if k is not None else np.asarray
     return Trace(iteration=cut(trace.iteration), exploitability=cut(trace.exploitability),
-                 value=cut(trace.value), precision=trace.precision, pot=pot)
+                 value=cut(trace.value), precision=trace.precision)
 
 
 def stop_points(start: int, total: int, every: int, checkpoint_every: int | None = None) -> list[int]:

@@ -63,7 +63,7 @@ from cfrjax.game import CompiledGame
 from cfrjax.public import passes as public_passes
 from cfrjax.public.game import PublicGame
 
-__all__ = ["FORMS", "Game", "Passes", "form_name", "form_of", "raked", "starting_pot"]
+__all__ = ["FORMS", "Game", "Passes", "form_name", "form_of", "raked"]
 
 
 @runtime_checkable
@@ -143,12 +143,3 @@ def form_name(game) -> str:
     """`"tabular"` or `"public"`."""
     return _entry(game)[0]
 
-
-def starting_pot(game) -> float | None:
-    """The pot at the root of a poker subgame (chips), for any form (`GameSpec`, compiled
-    tabular or public game): the `pot` its builder recorded in `source["poker"]`; `None`
-    for a game that is not a poker subgame. Poker solvers report exploitability as a
-    percentage of this pot."""
-    source = game.source if hasattr(game, "source") else getattr(getattr(game, "labels", None), "source", None)
-    pot = ((source or {}).get("poker") or {}).get("pot")
-    return None if pot is None else float(pot)

@@ -2,10 +2,8 @@
 
 In this JAX, `jnp.asarray(x, dtype)` of a NumPy array runs a small XLA program for each
 new shape and dtype (a copy, `stage`, or a conversion, `convert_element_type`), compiled on
-first use: 20-100 ms apiece on a CPU. A game built from some thirty host arrays compiled
-some thirty programs (the `cfrjax games` listing, which builds every shipped spec, spent
-about half its 10 s compiling such programs and the range normaliser's operations one by
-one; 7.6 s now, 2-core CPU). `device_array` converts on the host with NumPy and places
+first use: tens of milliseconds apiece on a CPU, and a game built from some thirty host
+arrays compiled some thirty programs. `device_array` converts on the host with NumPy and places
 the result with `jax.device_put`, which compiles nothing; arrays already on a device (or
 traced) go through `jnp.asarray` as before.
 """

@@ -117,8 +117,7 @@ def split_slots(game, state: SolverState) -> SolverState:
 
     Each half-iteration then writes its own player's half only: whole arrays would be
     rebuilt by a concatenation of the new half and the old one twice per iteration (a
-    full-size copy of the regrets, the average and its compensation per half: on an H200
-    about a sixth of a DCFR iteration of 8,192 river spots, 8.90 -> 8.16 ms split).
+    full-size copy of the regrets, the average and its compensation per half).
     `run_steps` splits once around its scan, `step` around one iteration.
     """
     if state.config.order != "alternating":
@@ -211,10 +210,8 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
 
 #: From `Plan.wide_columns` columns per slot (hands times batch) an iteration keeps player
 #: 1's strategy rows for its second half and matches the stored regrets (`_half`'s `kept`,
-#: `stored`); smaller solves are kernel launches, not bytes, and keep the plain form.
-#: H200, DCFR alternating, river spots of 1,081 hands, ms/iter
-#: (`bench/results/ab_matching_kernel_h200.jsonl`): one spot 0.080 -> 0.100 with them,
-#: 128 spots 0.176 -> 0.181, 1,024 spots 0.783 -> 0.762, 8,192 spots 5.83 -> 5.38 (1 << 18).
+#: `stored`); smaller solves are kernel launches, not bytes, and keep the plain form
+#: (measured: `bench/README.md`, "History from the code").
 
 
 def _columns(regret) -> int:

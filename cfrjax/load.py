@@ -11,7 +11,7 @@ import os
 from cfrjax.compile import compile_game
 from cfrjax.game import CompiledGame, read_game_file
 from cfrjax.games.poker.config import PokerSubgameSpec
-from cfrjax.games.poker.public import build_public, check_public_fits
+from cfrjax.games.poker.public_tree import build_public, check_public_fits
 from cfrjax.games.poker.subgame import build_spec, check_tabular_fits
 from cfrjax.games.poker.toml import load_poker_config
 from cfrjax.public.game import PublicGame
@@ -76,7 +76,7 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
       chance: `"folded"` or `"explicit"`, see `cfrjax.compile_game` (tabular form only;
         ignored for saved files, which keep the mode they were compiled with).
       check_memory: a poker spec is first sized from its betting tree
-        (`cfrjax.games.poker.public.check_public_fits`, or for the tabular form
+        (`cfrjax.games.poker.public_tree.check_public_fits`, or for the tabular form
         `cfrjax.games.poker.subgame.check_tabular_fits`; within a second or two): a spot
         whose solve cannot fit the first device's free memory (`budget_bytes` if given)
         raises `MemoryPlanError` before anything is built.

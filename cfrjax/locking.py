@@ -73,9 +73,9 @@ def unlock(game, state: SolverState, keys: Sequence[str] | None = None) -> Solve
     return dataclasses.replace(state, locked=jnp.asarray(mask))
 
 
-#: Lock-mask entries up to which `drop_idle_locks` reads the mask on the host: a
-#: full-range turn's 3.8M (3.8 MB) copy in about a millisecond, where `_any` compiled in
-#: 0.17 s in a new process on an H200 (cold, on the path from the build to a solved spot).
+#: Lock-mask entries up to which `drop_idle_locks` reads the mask on the host: the copy
+#: takes about a millisecond where compiling `_any` in a new process takes far longer
+#: (cold, on the path from the build to a solved spot).
 HOST_READ_ENTRIES = 2 ** 23
 
 #: `jnp.any` as one jitted program (kept where the store is on, `cfrjax.programs`).

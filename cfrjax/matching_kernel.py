@@ -2,8 +2,7 @@
 
 `cfrjax.passes.regret_matching` over static runs in XLA writes each set's total out in
 one kernel and reads the regrets again beside it in another, which writes the strategy:
-on 8,192 river spots (DCFR alternating, H200) 0.57 ms of the first half of a 5.6 ms
-iteration, twice what its bytes need (this kernel: 0.27 ms). Here a program loads the slots of one information set for a block
+twice what its bytes need. Here a program loads the slots of one information set for a block
 of columns (`[A, BLOCK]`, `A` the widest set), discounts and clips them, sums them, and
 writes the strategy: one read and one write of every slot.
 
@@ -31,11 +30,8 @@ from cfrjax.pallas_gpu import nvidia_gpu, pow2
 BLOCK, WARPS = 1024, 4
 #: Sets at most this wide run as the kernel; wider ones stay in XLA.
 MAX_ACTIONS = 8
-#: Where the plan's threshold (`Plan.matching_min_columns`, fewer columns stay in XLA,
-#: where the pass fuses with its neighbours) comes from: H200, DCFR alternating, river
-#: spots (1,081 hands) with a board each, ms per iteration
-#: (`bench/results/ab_matching_kernel_h200.jsonl`): 8,192 spots 5.63 -> 5.44 with the
-#: kernel, 1,024 spots 0.759 -> 0.757, 128 spots 0.171 -> 0.180 (1 << 22 columns).
+#: The plan's threshold (`Plan.matching_min_columns`): fewer columns stay in XLA, where
+#: the pass fuses with its neighbours (measured: `bench/README.md`, "History from the code").
 
 
 def used(x, widest: int, plan) -> bool:

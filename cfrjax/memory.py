@@ -27,7 +27,7 @@ error halfway through compilation or the run.
     print(plan)                                   # the table
     cfrjax.memory.check_fits(plan, jax.devices()[0])
 
-A poker spot's plan before it is built: `cfrjax.games.poker.public.public_plan(config)`,
+A poker spot's plan before it is built: `cfrjax.games.poker.public_tree.public_plan(config)`,
 `memory_plan` of a game of the same shapes sized from the betting tree alone (equal to the
 built game's, tested); `cfrjax.load_game` checks it first (`check_public_fits`).
 """
@@ -360,8 +360,7 @@ def guard(game, state, *, devices: int = 1, device=None) -> dict:
     `cfrjax.solve_batch` and `cfrjax.solve_sharded` call it before running (their
     `check_memory=True`), so a tree or batch that cannot fit raises `MemoryPlanError`
     (estimate and free memory) instead of an allocator error mid-run. The plan is
-    conservative: XLA's own buffer assignment was 0.34-0.59 of it on an H200 (batched
-    HUNL turn, Liar's Dice, river) and about 0.47 for single trees."""
+    conservative: XLA's own buffer assignment is well below it."""
     device = jax.devices()[0] if device is None else device
     resident = 0
     for x in jax.tree.leaves((game, state)):

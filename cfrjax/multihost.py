@@ -41,12 +41,12 @@ The result equals `cfrjax.solve_batch` of the whole batch on one process bit for
 from __future__ import annotations
 
 import dataclasses
-import glob
 import io
 import json
 import os
 import re
 import time
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -54,12 +54,12 @@ import numpy as np
 
 from cfrjax import batch as _batch, shard as _shard
 from cfrjax.atomic import atomic_write
-from cfrjax.driver import TARGET_EVAL_EVERY, _target, target_chips, target_evaluations, target_reached
+from cfrjax.driver import TARGET_EVAL_EVERY, _target, target_evaluations, target_reached
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE
 from cfrjax.state import ARRAY_FIELDS
 
 __all__ = ["Cluster", "PeerLostError", "cluster_config", "initialize", "live_processes", "random_batch",
-           "read_shards", "shard_path", "solve_batch_to_dir", "solve_shards"]
+           "read_shards", "shard_files", "shard_path", "solve_batch_to_dir", "solve_shards"]
 
 ENV_COORDINATOR = "CFRJAX_COORDINATOR"
 ENV_NUM_PROCESSES = "CFRJAX_NUM_PROCESSES"
@@ -262,9 +262,24 @@ def random_batch(game, batch: int, seed: int = 0):
     return jax.vmap(set_root_chance, (None, 0), axes)(game, jnp.asarray(probs))
 
 
-def shard_path(out_dir: str, process_id: int, num_processes: int) -> str:
-    """`OUT/shard-<process>-of-<count>.npz` (5 digits each)."""
-    return os.path.join(out_dir, f"shard-{process_id:05d}-of-{num_processes:05d}.npz")
+#: A shard file's name, whatever its zero-padding (`shard_path` writes 5 digits; datagen
+#: datasets written before the two shard names became one have 6).
+SHARD_FILE = re.compile(r"shard-(\d+)-of-(\d+)\.npz")
+
+
+def shard_path(out_dir: str | os.PathLike, index: int, count: int) -> str:
+    """`OUT/shard-<index>-of-<count>.npz`, both numbers zero-padded to 5 digits: the one
+    name of a shard file, process `index` of `count`'s rows of a `solve-batch` run and shard
+    `index` of a `cfrjax.datagen` dataset's `count`."""
+    return os.path.join(os.fspath(out_dir), f"shard-{index:05d}-of-{count:05d}.npz")
+
+
+def shard_files(out_dir: str | os.PathLike) -> dict[tuple[int, int], str]:
+    """`{(index, count): path}` of the shard files in `out_dir` (`SHARD_FILE`: any
+    zero-padding, so a folder written with the older 6-digit names keeps reading)."""
+    out_dir = os.fspath(out_dir)
+    return {(int(m.group(1)), int(m.group(2))): os.path.join(out_dir, name)
+            for name in sorted(os.listdir(out_dir)) if (m := SHARD_FILE.fullmatch(name))}
 
 
 def _local_rows(x) -> np.ndarray:
@@ -482,7 +497,7 @@ def read_shards(out_dir: str) -> dict:
       FileNotFoundError: no shard file, or one of the run's shards is missing.
       ValueError: shards of different runs.
     """
-    paths = sorted(glob.glob(os.path.join(out_dir, "shard-*-of-*.npz")))
+    paths = list(shard_files(out_dir).values()) if os.path.isdir(out_dir) else []
     if not paths:
         raise FileNotFoundError(f"no shard files (shard-*-of-*.npz) in {out_dir}")
     parts = [_read_npz(p) for p in paths]
@@ -518,18 +533,18 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
                        dtype: str = "float32", chunk: int | None = None, cluster: Cluster | None = None,
                        initialization_timeout: int = INITIALIZATION_TIMEOUT,
                        heartbeat_timeout: int = HEARTBEAT_TIMEOUT, resume: bool = True, on_chunk=None,
-                       on_ready=None, target: float | str | None = None, plan="auto") -> dict:
+                       on_ready=None, target: float | Callable[[Any], float] | None = None, plan="auto") -> dict:
     """Start the distributed runtime (`cluster`, default `cluster_config()`), load `game`
     (anything `cfrjax.load_game` takes: a shipped spec name, a `.toml`, ...), build
     `random_batch(game, batch, seed)` and solve this process's rows with `solve_shards`
-    (`target`: an exploitability, or `"x%"` of the spot's starting pot, as `cfrjax solve
-    --target`). `on_ready(summary)` is called once the game is built and the rows are
+    (`target`: an exploitability in the game's unit, or a function of the built game giving
+    one: `cfrjax solve-batch --target x%` passes `cfrjax.games.poker.pot.target_chips`'s
+    conversion of x% of the spot's starting pot, as `cfrjax solve --target`). `on_ready(summary)` is called once the game is built and the rows are
     known. `plan`: the implementation plan (`cfrjax.plan.resolve_plan`'s choice: "auto",
     "xla" or a `Plan`). Returns `solve_shards`'s summary with the plan that ran
     (`Plan.describe`). What `cfrjax solve-batch` runs, on every process."""
     cluster = cluster_config() if cluster is None else cluster
     initialize(cluster, initialization_timeout=initialization_timeout, heartbeat_timeout=heartbeat_timeout)
-    from cfrjax.forms import starting_pot
     from cfrjax.load import load_game
 
     source = game if isinstance(game, str) else getattr(game, "name", "game")
@@ -549,7 +564,7 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
                       plan=g.plan))
     out = solve_shards(games, iterations, out_dir, rule=rule, order=order, averaging=averaging, dtype=dtype,
                        chunk=chunk, mesh=mesh, meta=dict(source=source, seed=seed, build_s=build_s),
-                       target=None if target is None else target_chips(str(target), starting_pot(g), g.name),
+                       target=target(g) if callable(target) else target,
                        resume=resume, on_chunk=on_chunk)
     return dict(out, build_s=build_s, cluster_source=cluster.source, coordinator=cluster.coordinator,
                 plan=g.plan.describe())

@@ -25,8 +25,7 @@ def _register_triton_dialect_module() -> None:
     (`jax._src.lib.triton.dialect`), so each one ran a failing import that searched the
     whole of `sys.path` (3,190 times for the full-range turn's chunk of iterations, each
     under three names). With the module found under that name (an alias of jaxlib's own,
-    nothing new loaded) the lowering is the same text, and lowering that chunk for CUDA on
-    the 2-core CPU host took 1.04-1.13 s instead of 1.55-2.24 s. Done on the first `nvidia_gpu()` that is true (every
+    nothing new loaded) the lowering is the same text, and faster. Done on the first `nvidia_gpu()` that is true (every
     kernel asks it before it lowers); nothing where jaxlib has no Triton dialect."""
     if _TT_DIALECT_NAME in sys.modules:
         return

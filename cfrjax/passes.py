@@ -85,8 +85,7 @@ def traced_for_cpu() -> bool:
     (`cfrjax.host.default_platform`).
 
     The passes pick their lowering with it while tracing, so only that lowering is traced
-    and lowered; `lax.platform_dependent` traces and lowers every branch (the full-range
-    turn's solve: twice the 1.2 s of tracing on an H200). Both lowerings compute the same
+    and lowered; `lax.platform_dependent` traces and lowers every branch. Both lowerings compute the same
     values (each is tested on CPU), so inputs committed to a device of another platform
     than the default run correctly, in the default's lowering; a Pallas kernel in it only
     lowers on an NVIDIA GPU (an error elsewhere, never another answer)."""
@@ -200,17 +199,14 @@ def regret_matching(game: CompiledGame, regret, player=None, factors=None, kerne
     With static runs (`slot_runs`; the public form) the pulled lowering is one elementwise
     pass over static slices, each set's total added in member order from its slots (the
     pull's adds, bit for bit), where the gathered lowering writes the totals out and
-    gathers them back per slot. H200, 8,192 / 1,024 river spots, DCFR alternating
-    (`bench/results/ab_node_major_kernel_h200.jsonl`): 6.20 -> 6.11 / 0.824 -> 0.798 ms
-    per iteration. Given `factors`, on an NVIDIA GPU in float32, that pass is one Pallas
+    gathers them back per slot. Given `factors`, on an NVIDIA GPU in float32, that pass is one Pallas
     kernel (`cfrjax.matching_kernel`), which discounts the stored regrets itself (without
     factors XLA fuses the pass with its producer or consumer, which a kernel cannot). The gathered
     lowering of one player's rows matches the whole vector with the other player's rows
     zero (its sets are its own). `kernel`: run the kernel where it is used also without
     `factors`, for regrets already written out (alternating order's second half matching
     player 0's new regrets: XLA wrote the sets' totals in two more kernels and read the
-    regrets again, 0.31 ms of an 8,192-spot iteration on an H200, 0.13 as the kernel;
-    DCFR alternating 5.34 -> 5.17 ms/iter, `bench/results/ab_fold_kernel_h200.jsonl`)."""
+    regrets again)."""
     parts = regret
     if isinstance(regret, tuple):   # the players' halves (`player` None): the kernel reads them in place
         regret = jnp.concatenate(regret)
@@ -271,8 +267,7 @@ def _matched_runs(runs, pos, uniform):
         total = jnp.broadcast_to(total[:, None], p.shape).reshape(pos[lo:hi].shape)
         safe = jnp.where(total > 0, total, 1.0)
         out.append(jnp.where(total > 0, pos[lo:hi] / safe, lift(uniform[lo:hi], pos.ndim)))
-    # Written out: left to XLA, its consumers (the passes' gathers by slot) recompute it
-    # (8,192 spots 6.20 -> 6.53 ms per iteration instead of 6.11).
+    # Written out: left to XLA, its consumers (the passes' gathers by slot) recompute it.
     return jax.lax.optimization_barrier(jnp.concatenate(out) if len(out) > 1 else out[0])
 
 

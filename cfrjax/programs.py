@@ -2,8 +2,8 @@
 next process without tracing, lowering or compiling.
 
 JAX's persistent compilation cache (`cfrjax.compile_cache`) skips only the compile: a new
-process still traces the solve and lowers it to HLO to find the cache entry, about 1 s
-for a full-range turn on an H200, where the solve itself takes 0.03 s to 0.3% of the pot.
+process still traces the solve and lowers it to HLO to find the cache entry, which for a
+large spot takes far longer than the solve itself.
 `enable_compile_cache()` therefore also turns on this store: every outermost jit of
 `cfrjax.xla_options.jit` (`solve`, `solve_batch`, `evaluate`, ...) keeps its executable
 (`jax.experimental.serialize_executable`, with the program's constants) in

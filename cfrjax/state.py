@@ -91,18 +91,11 @@ def compensation_dtype(dtype: str, platform: str | None = None):
     `cfrjax.host.default_platform()`): for float32, bfloat16 on an accelerator and float32 on CPU.
 
     The compensation is below half a float32 spacing of the mean, so its own leading 8
-    bits carry the mean 8 bits past float32, and more add nothing measurable: Kuhn PCFR+
-    alternating, quadratic averaging, 1,000 iterations, 2.485e-8 with a float32 or a
-    bfloat16 compensation (6.6e-7 without); every Kuhn and Leduc cell of the paper's T9
-    within 2e-5 relative (`bench/results/precision_t9_comp_bf16.jsonl`). On a GPU bytes
-    are what it costs: every half-iteration reads and writes the updating player's
-    compensation (8,192 river spots on an H200, DCFR alternating: 4.98 -> 4.86 and 5.05
-    -> 4.94 ms/iter on two machines, `bench/results/ab_comp_bf16_h200.jsonl`). A CPU
-    without bfloat16 arithmetic converts it in software, which costs more than the bytes
-    save: Battleship, CFR+ simultaneous, on the 2-core CPU, against no compensation
-    (`bench/results/comp_dtype_cpu.jsonl`): 1.17x with bfloat16, 1.09x with float32 (one
-    river spot 0.320 -> 0.330 ms/iter with bfloat16, `ab_comp_bf16_cpu.jsonl`). Float64
-    (and any other dtype) keeps its own: zeros, never updated."""
+    bits carry the mean 8 bits past float32, and more add nothing measurable. On a GPU
+    bytes are what it costs: every half-iteration reads and writes the updating player's
+    compensation. A CPU without bfloat16 arithmetic converts it in software, which costs
+    more than the bytes save. (Measured: `bench/README.md`, "History from the code".)
+    Float64 (and any other dtype) keeps its own: zeros, never updated."""
     if jnp.dtype(dtype) != jnp.float32:
         return jnp.dtype(dtype)
     return jnp.dtype(jnp.float32 if (platform or default_platform()) == "cpu" else jnp.bfloat16)
@@ -119,9 +112,9 @@ def _zeros_program(shape: tuple, dtype, comp_dtype):
 
 
 #: Slot-array entries up to which a fresh state's zeros are made on the host and copied to
-#: the device (`_zeros`) rather than by a compiled program: a full-range turn's 3.8M
-#: entries (27 MB of arrays) copy in milliseconds, where the program compiled in 0.27 s in
-#: a new process on an H200 (cold, on the path from the build to a solved spot).
+#: the device (`_zeros`) rather than by a compiled program: the copy takes milliseconds
+#: where compiling the program in a new process takes far longer (cold, on the path from
+#: the build to a solved spot).
 HOST_ZEROS_ENTRIES = 2 ** 23
 
 

@@ -13,8 +13,7 @@ numbered information set by information set in `game.labels` order. Here it beco
     A name without either extension gets the form's default (`policy_path`: `.npz` for
     the public form, whose spots run to millions of information sets; `.json` for the
     tabular form); a `.json` file estimated above `MAX_JSON_BYTES` is refused
-    (`check_json_size`: a turn spot's JSON was 1.6 GB and minutes to write, its `.npz`
-    25 MB).
+    (`check_json_size`: a turn spot's JSON runs to gigabytes, its `.npz` to megabytes).
 
 `load_policy` matches by information-set and action names, so a policy saved from one
 compilation of a game loads into another compilation of the same game (e.g. the other
@@ -42,8 +41,8 @@ __all__ = ["MAX_JSON_BYTES", "check_json_size", "is_policy_file", "json_size", "
 
 FORMAT = "cfrjax.policy/1"
 #: The largest `.json` policy `save_policy` writes (bytes, as `json_size` estimates it):
-#: above it a policy is a `.npz` (the JSON of a full-range turn spot was 1.6 GB, written in
-#: minutes at 20 GB of memory, read back by `cfrjax show` in 145 s; its `.npz` 25 MB, 2 s).
+#: above it a policy is a `.npz` (a full-range turn spot's JSON runs to gigabytes, written
+#: and read back in minutes; its `.npz` is a few tens of MB).
 MAX_JSON_BYTES = 50 * 10 ** 6
 #: Default file extension per compiled form (`policy_path`).
 DEFAULT_EXTENSION = {"public": ".npz", "tabular": ".json"}

@@ -32,13 +32,9 @@ strategy-based warm start for CFR)
 was slower than a cold start in every case tried while designing this: those regrets
 do not regret-match to `pi`, and DCFR's weights then pin the average to a policy the new
 iterates have left. The default strength 50 was picked among strengths from 30 to 1,000
-tried on `hunl_river` (30 to 100 hands; DCFR and CFR+). Recorded by `bench/warm_start.py`
-(float32, `bench/results/warm_start.jsonl`), iterations to 0.3% of the pot, cold / from
-the policy / from the state: `hunl_river` with 100 hands, a third of player 0's range
-removed: DCFR 30 / 10 / 15, CFR+ 40 / 15 / 30, PCFR+ 55 / 25 / 45; a root set locked:
-DCFR 30 / 20 / 5, CFR+ 40 / 5 / 5; `hunl_turn_full` (DCFR): narrowed 70 / 50 / 30, locked
-70 / 60 / 10. Not always: with 30 hands, narrowed, CFR+ took 40 against 35 cold and
-PCFR+ 45 against 40 (DCFR 15 against 25). A policy holds less than a state, whose regrets
+tried on `hunl_river` (30 to 100 hands; DCFR and CFR+; `bench/warm_start.py`, measured:
+`bench/README.md`, "History from the code"). A warm start usually, not always, beats a
+cold one. A policy holds less than a state, whose regrets
 carry the solve's own dynamics: warm start from the state where there is one.
 """
 

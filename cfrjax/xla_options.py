@@ -11,27 +11,20 @@ for the process (`XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type=`).
 * `xla_cpu_experimental_ynn_fusion_type = ""`: no YNNPACK fusions on CPU. jaxlib 0.10.2
   hands small reductions to YNNPACK (`__ynn_fusion`); in the public form's terminals
   (sums over a card's hands, the six gathered showdown terms, `[H, Q]` with `Q` a few
-  terminals) each such call took 0.4-0.8 ms where XLA's own loop fusion takes tens of
-  microseconds: the full-range river iteration ran 1.05 ms/iter with them and 0.51
-  without (one pinned core, the same executable compiled both ways in one process, 9
-  interleaved rounds; the full-range turn and Leduc within noise). The option is a
+  terminals) each such call cost far more than XLA's own loop fusion: the full-range
+  river iteration ran about twice as fast without them. The option is a
   CPU debug option: other backends ignore it, and results are unchanged (the same
   arithmetic, fused by XLA instead).
 * `xla_gpu_enable_while_loop_double_buffering = True`: XLA:GPU unrolls the iteration loop
   by two and double-buffers its carried state, so a carried array is no longer copied
   into place at the end of every iteration (the `lax.scan` body of a batch ended in two
-  state-sized copies). H200, jax 0.11.2, DCFR alternating, river spots with a board per
-  spot (`bench/ab_commits.py spots:B:0` under `XLA_FLAGS`,
-  `bench/results/xla_flags_experiment.jsonl`): 8,192 spots 9.37 -> 8.93 ms/iter, 1,024
-  spots 1.239 -> 1.186; the full-range river spot alone 0.0381 -> 0.0367. Other backends
-  ignore it; the iterations are the same operations.
+  state-sized copies). Other backends ignore it; the iterations are the same operations.
 
 Lowered with one source location per operation (`FULL_TRACEBACKS = False`): JAX's
 default (`jax_include_full_tracebacks_in_locations`) attaches each operation's whole
 Python call stack to the HLO, and XLA:GPU turns those stacks into a profiler annotation
-of every kernel whenever it builds an executable, compiled or read back. For the
-full-range turn that work was about 70% of reading the kept 0.93 MB executable back
-(`cfrjax.programs`: 0.56-0.88 s on an H200, then 0.26-0.42; a sampling profile of the read). The
+of every kernel whenever it builds an executable, compiled or read back: most of the
+time of reading a kept executable back (`cfrjax.programs`). The
 location kept is the innermost frame outside JAX, a line of cfrjax; the code is the
 same, so are the results.
 
@@ -178,9 +171,7 @@ def compile_concurrently(calls) -> list:
     side by side. Each runner takes its call's arguments and runs the compiled executable
     (kept programs, `cfrjax.programs`, are read back instead of compiled).
 
-    The target-driven solve compiles its evaluation and its chunk of iterations so: the
-    full-range turn on an H200 compiled them one after the other, as one program, in 2.4-2.5
-    s, and side by side in 1.4-1.6 s (the evaluation alone: 1.5 s)."""
+    The target-driven solve compiles its evaluation and its chunk of iterations so."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
         futures = [pool.submit(fn.prepare(*args)) for fn, args in calls]
         return [f.result() for f in futures]

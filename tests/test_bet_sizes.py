@@ -10,7 +10,7 @@ import pytest
 
 from cfrjax.compile import compile_game
 from cfrjax.games.poker import BetSizes, PokerSpecError, PokerSubgameSpec, build_spec, load_poker_config
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 
 RIVER = "Ks Js Th 7d 2c"
 TURN = "Ks Js Th 7d"

@@ -21,7 +21,7 @@ from cfrjax.batch import batch_axes, batched_fields_of, init_batch, solve_batch
 from cfrjax.games.poker import PokerSubgameSpec, boards as pb
 from cfrjax.games.poker.cards import COMBOS, board_str, combos_blocked_by, parse_board
 from cfrjax.games.poker.evaluator import evaluate
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.policy import normalize
 from cfrjax.public import passes as pp
 from cfrjax.public import terminals as pt

@@ -35,7 +35,7 @@ from cfrjax import datagen
 from cfrjax.cli import main as cli_main
 from cfrjax.games.poker import (
     COMBO_NAMES, COMBOS, PokerSpecError, PokerSubgameSpec, card_str, combos_blocked_by, parse_board, parse_combo)
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.policy import normalize
 
 jax.config.update("jax_enable_x64", True)
@@ -347,17 +347,33 @@ def test_manifest_guards_the_folder(reference):
         datagen.generate(config(iterations=9), reference, worker=0, num_workers=1, progress=False)
 
 
+def test_a_folder_with_the_older_six_digit_names_is_read_and_resumed(reference, tmp_path):
+    """Shards were once named with 6 digits: such a folder is complete (nothing rewritten)
+    and reads as the same dataset."""
+    old = tmp_path / "old"
+    shutil.copytree(reference, old)
+    for i in range(3):
+        os.rename(old / f"shard-{i:05d}-of-00003.npz", old / f"shard-{i:06d}-of-000003.npz")
+    names = [datagen.MANIFEST, "shard-000000-of-000003.npz", "shard-000001-of-000003.npz", "shard-000002-of-000003.npz"]
+    assert sorted(os.listdir(old)) == names
+    r = datagen.generate(config(), old, progress=False)
+    assert (r["skipped"], r["written"], r["complete"]) == (3, 0, True) and sorted(os.listdir(old)) == names
+    a, b = datagen.read_dataset(old), datagen.read_dataset(reference)
+    for k in datagen.ARRAYS + ("shard",):
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
 @pytest.mark.background("sigterm")
 def test_sigterm_then_rerun_equals_split_run(reference):
     out, rc, err, there = background.result(__name__, "sigterm")
-    assert "shard-000000-of-000003.npz" in there, err
+    assert "shard-00000-of-00003.npz" in there, err
     assert rc == 128 + signal.SIGTERM, err
     lines = [l for l in err.splitlines() if l.startswith("cfrjax:")]
     assert len(lines) == 1 and "stopped by SIGTERM" in lines[0] and "Traceback" not in err
     # Shard 1 was in flight when the signal came (shard 0 written, the pause): it was finished.
-    assert "shard-000001-of-000003.npz" not in there
+    assert "shard-00001-of-00003.npz" not in there
     kept = sorted(f for f in os.listdir(out) if f != datagen.MANIFEST)
-    assert kept[:2] == ["shard-000000-of-000003.npz", "shard-000001-of-000003.npz"] and len(kept) < 3, kept
+    assert kept[:2] == ["shard-00000-of-00003.npz", "shard-00001-of-00003.npz"] and len(kept) < 3, kept
     r = datagen.generate(config(), out, progress=False)
     assert (r["skipped"], r["written"], r["complete"]) == (2, 1, True)
     assert_same_dataset(out, reference)
@@ -366,14 +382,14 @@ def test_sigterm_then_rerun_equals_split_run(reference):
 @pytest.mark.background("sigkill")
 def test_sigkill_then_rerun_equals_split_run(reference):
     out, rc, err, there = background.result(__name__, "sigkill")
-    assert "shard-000000-of-000003.npz" in there, err
+    assert "shard-00000-of-00003.npz" in there, err
     assert rc == -signal.SIGKILL, err
     kept = sorted(f for f in os.listdir(out) if f.startswith("shard-"))
-    assert kept[0] == "shard-000000-of-000003.npz" and len(kept) < 3, kept    # shard 2 was never dispatched
+    assert kept[0] == "shard-00000-of-00003.npz" and len(kept) < 3, kept    # shard 2 was never dispatched
     for f in kept:                           # complete shards only
         datagen.load_shard(os.path.join(out, f))
     # A writer killed mid-write leaves its temporary file: the rerun removes it.
-    with open(os.path.join(out, ".shard-000002-of-000003.npz.x1y2z3.tmp"), "wb") as f:
+    with open(os.path.join(out, ".shard-00002-of-00003.npz.x1y2z3.tmp"), "wb") as f:
         f.write(b"torn")
     r = datagen.generate(config(), out, progress=False)
     assert r["skipped"] == len(kept) and r["complete"]

@@ -19,7 +19,7 @@ import pytest
 
 import cfrjax
 from cfrjax.games.poker import PokerSubgameSpec, card_id, combo_index
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from test_public_form import random_policy
 
 R0 = {"AsAh": 1.0, "QhJh": 0.8, "8c7c": 0.6}

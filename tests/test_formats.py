@@ -27,7 +27,7 @@ import pytest
 import cfrjax
 from cfrjax import cli, driver, strategy
 from cfrjax.games.poker import load_poker_config
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from test_show import RIVER_TOML, random_policy
 
 

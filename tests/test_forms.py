@@ -9,7 +9,7 @@ import pytest
 import cfrjax
 from cfrjax import forms, passes
 from cfrjax.games.poker import PokerSubgameSpec
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 
 GAMES = {"tabular": lambda: cfrjax.load_game("kuhn_poker"),
          "public": lambda: build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=8, seed=3),

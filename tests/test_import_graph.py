@@ -80,3 +80,15 @@ def test_no_import_cycles():
         if m not in state:
             visit(m)
     assert not cycles, cycles
+
+
+def test_the_deck_size_is_defined_once():
+    """`cfrjax.deck.NUM_CARDS` is the one definition of the card count: no other module
+    assigns the literal 52 (the public form and the poker builders import it)."""
+    found = []
+    for m, path in _modules().items():
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Constant) \
+                    and node.value.value == 52:
+                found.append(m)
+    assert found == ["cfrjax.deck"], found

@@ -15,7 +15,7 @@ import pytest
 import cfrjax
 from cfrjax import iteration, passes
 from cfrjax.games.poker import PokerSubgameSpec
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.kernels import KERNELS, OPERATIONS, by_operation
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.public import passes as pp

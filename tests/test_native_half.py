@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.skipif(not native.available(), reason=f"native code un
 @pytest.fixture(scope="module")
 def spots():
     from cfrjax.games.poker import PokerSubgameSpec
-    from cfrjax.games.poker.public import build_public
+    from cfrjax.games.poker.public_tree import build_public
     hands = ["AsAh", "QhJh", "KdQd", "9h8h", "7s6s", "TcTd"]
     flop = PokerSubgameSpec(board="Ks 7d 2c", pot=20, stack=30, bet_fractions=(1.0,), raise_fractions=None,
                             raise_cap=0, range0={h: 1.0 for h in hands}, range1={h: 0.5 for h in hands})

@@ -16,7 +16,7 @@ import cfrjax
 from cfrjax import pallas_gpu
 from cfrjax import plan as cplan
 from cfrjax.games.poker import PokerSubgameSpec
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.public import cuda_showdown, native
 
 # The CPU's plans (a GPU machine's default device is not the CPU).

@@ -29,7 +29,7 @@ from cfrjax import cli
 from cfrjax.games.poker import (
     COMBO_NAMES, PokerSpecError, PokerSubgameSpec, build_spec, combo_index, combo_str, config_from_dict,
     load_poker_config, parse_range, range_from_hands, read_strategy_csv, strategy_table, write_strategy_csv)
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.public.report import node_report
 
 RANKS, SUITS = "23456789TJQKA", "shdc"
@@ -157,8 +157,7 @@ def test_old_convention_files_load(solved, tmp_path, capsys):
     path = tmp_path / "s.csv"
     write_strategy_csv([dict(r, hand=old_name(r["hand"])) for r in rows], path)
     assert any(r["hand"] != old_name(r["hand"]) for r in rows)
-    assert read_strategy_csv(path) == [{k: r[k] for k in ("player", "hand", "history", "action", "probability")}
-                                       for r in rows]
+    assert read_strategy_csv(path) == rows
 
 
 # ----------------------------------------------------------------------------------------

@@ -121,8 +121,9 @@ def test_strategy_table_and_writers(tmp_path):
     policy = np.asarray(cfrjax.average_policy(game, state))
     rows = strategy_table(game, policy)
     assert len(rows) == game.num_slots
-    assert rows[0] == {"player": 0, "hand": rows[0]["hand"], "history": "", "action": "check",
-                       "probability": float(policy[0])}
+    assert rows[0] == {"infoset": game.labels.infoset_keys[0], "player": 0, "hand": rows[0]["hand"], "history": "",
+                       "action": "check", "probability": float(policy[0])}
+    assert rows[0]["infoset"] == f"P0|{rows[0]['hand']}|" and strategy_table is cfrjax.strategy_table  # one table
     sums = {}
     for r in rows:
         assert r["player"] in (0, 1) and len(r["hand"]) == 4
@@ -138,6 +139,9 @@ def test_strategy_table_and_writers(tmp_path):
     assert len(strategy_table(game, policy, min_probability=0.5)) < len(rows)
     with pytest.raises(ValueError, match="expected"):
         strategy_table(game, policy[:-1])
+    kuhn = cfrjax.load_game("kuhn_poker")     # no hand, no history: not a poker spot's table
+    with pytest.raises(ValueError, match="has no hand/history: not a row of a poker spot"):
+        write_strategy_csv(strategy_table(kuhn, cfrjax.uniform_policy(kuhn)), tmp_path / "k.csv")
 
 
 def test_nuts_range_sanity():

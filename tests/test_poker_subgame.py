@@ -423,7 +423,7 @@ def test_starting_pot_of_each_form():
     in every form, and is None for a game that is not a poker subgame."""
     import cfrjax
     from cfrjax.games.poker import starting_pot
-    from cfrjax.games.poker.public import build_public
+    from cfrjax.games.poker.public_tree import build_public
 
     cfg = PokerSubgameSpec(board=RIVER, pot=30, stack=100, random_hands=2, seed=0)
     spec = build_spec(cfg)
@@ -431,3 +431,20 @@ def test_starting_pot_of_each_form():
     assert starting_pot(cfrjax.compile_game(spec)) == 30.0
     assert starting_pot(build_public(cfg)) == 30.0
     assert starting_pot(cfrjax.spec_from_openspiel("kuhn_poker")) is None
+
+
+def test_percent_of_the_pot_is_the_poker_layers():
+    """The solver reports chips; the poker layer converts to and from % of the pot (30 here)."""
+    import dataclasses
+
+    import cfrjax
+    from cfrjax.games.poker.pot import pct_of_pot, target_chips
+    from cfrjax.games.poker.public_tree import build_public
+
+    game = build_public(PokerSubgameSpec(board=RIVER, pot=30, stack=100, random_hands=2, seed=0))
+    assert pct_of_pot(game, 1.5) == 5.0 and target_chips("5%", game) == 1.5 and target_chips("0.25", game) == 0.25
+    kuhn = cfrjax.load_game("kuhn_poker")
+    assert pct_of_pot(kuhn, 1.5) is None and target_chips("0.25", kuhn) == 0.25
+    with pytest.raises(ValueError, match="has no pot"):
+        target_chips("2%", kuhn)
+    assert not any("pot" in f.name for f in dataclasses.fields(cfrjax.Trace))   # the generic trace: chips only

@@ -9,9 +9,9 @@ import pytest
 
 import cfrjax
 from cfrjax import driver, programs
-from cfrjax.forms import starting_pot
+from cfrjax.games.poker.pot import starting_pot
 from cfrjax.games.poker import PokerSubgameSpec
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.public import showdown_kernel
 
 

@@ -1,4 +1,4 @@
-"""The public-tree form of poker subgames (`cfrjax.public`, `cfrjax.games.poker.public`).
+"""The public-tree form of poker subgames (`cfrjax.public`, `cfrjax.games.poker.public_tree`).
 
 Checked against an independent brute-force evaluator (`poker_brute_force.py`: its own
 betting tree, eval7 strengths, deal by deal), against the tabular form built by
@@ -21,7 +21,7 @@ import pytest
 import cfrjax
 from cfrjax import passes
 from cfrjax.games.poker import PokerSpecError, PokerSubgameSpec, build_spec, load_libratus_endgame, load_poker_config
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.public import passes as pp, showdown_kernel
 from cfrjax.public.game import PublicGame
 from selection import cases

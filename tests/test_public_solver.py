@@ -18,7 +18,7 @@ import pytest
 
 import cfrjax
 from cfrjax.games.poker import PokerSubgameSpec, build_spec, load_poker_config
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.rules import ORDERS, RULES
 from selection import cases
 
@@ -280,8 +280,9 @@ def test_solve_batch_and_eval_trace_and_checkpoint(tiny, tmp_path):
     assert trace.exploitability.shape == (4,)
     assert float(trace.exploitability[-1]) == pytest.approx(
         float(cfrjax.exploitability(pub, cfrjax.average_policy(pub, state))), rel=1e-12)
-    assert trace.pot == TINY.pot    # poker's unit: % of the starting pot
-    np.testing.assert_allclose(trace.exploitability_pct_pot, 100 * trace.exploitability / TINY.pot, rtol=1e-15)
+    # poker's unit, % of the starting pot, is the poker layer's conversion of the trace's chips
+    np.testing.assert_allclose(cfrjax.poker.pct_of_pot(pub, trace.exploitability), 100 * trace.exploitability / TINY.pot,
+                               rtol=1e-15)
     path = tmp_path / "pub.ckpt"
     cfrjax.save_checkpoint(path, pub, state)
     back = cfrjax.load_checkpoint(path, pub)

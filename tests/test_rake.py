@@ -17,7 +17,7 @@ import pytest
 
 import cfrjax
 from cfrjax.games.poker import PokerSpecError, PokerSubgameSpec, build_spec, config_from_dict
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 
 jax.config.update("jax_enable_x64", True)
 

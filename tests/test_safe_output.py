@@ -13,7 +13,7 @@ import pytest
 import cfrjax
 from cfrjax import cli
 from cfrjax.games.poker import PokerSubgameSpec, load_poker_config
-from cfrjax.games.poker.public import build_public, check_public_fits, public_plan, public_shapes
+from cfrjax.games.poker.public_tree import build_public, check_public_fits, public_plan, public_shapes
 from cfrjax.games.poker.subgame import check_tabular_fits, tabular_sizes
 from cfrjax.memory import MemoryPlanError, memory_plan, plan_from_sizes
 

@@ -25,7 +25,7 @@ import pytest
 import cfrjax
 from cfrjax import cli
 from cfrjax.games.poker import PokerSubgameSpec, load_poker_config
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.public.report import CSV_FIELDS, node_report
 
 RIVER_TOML = """game = "poker_subgame"

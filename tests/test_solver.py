@@ -217,7 +217,7 @@ def test_xla_options_apply_where_outermost(kuhn):
             chex.assert_trees_all_close(direct, other, rtol=1e-6, atol=1e-9)
     if jax.default_backend() == "cpu":
         from cfrjax.games.poker import PokerSubgameSpec
-        from cfrjax.games.poker.public import build_public
+        from cfrjax.games.poker.public_tree import build_public
         game = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100, range0="AA,KK,QQ",
                                              range1="JJ,TT,AK", bet_fractions=(1.0,)))  # terminal sums: YNN
         s = cfrjax.init(game)
@@ -228,7 +228,7 @@ def test_xla_options_apply_where_outermost(kuhn):
 def _small_river(terminals: str = "auto"):
     """A small river spot in the public form (no OpenSpiel: these tests run on a GPU too)."""
     from cfrjax.games.poker import PokerSubgameSpec
-    from cfrjax.games.poker.public import build_public
+    from cfrjax.games.poker.public_tree import build_public
     return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100, range0="AA,KK", range1="JJ,AK",
                                          bet_fractions=(1.0,)), terminals=terminals)
 

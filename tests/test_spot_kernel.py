@@ -12,7 +12,7 @@ import pytest
 from selection import cases
 
 import cfrjax
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.public import spot_kernel
 from test_public_form import hunl_river
 

@@ -63,7 +63,7 @@ def test_percent_of_the_pot_on_a_spot(capsys):
     points = target_evaluations(cli.TARGET_MAX_ITERATIONS)
     assert n in points and points.index(n) > 0
     game = cfrjax.load_game("hunl_river")
-    pot = cfrjax.forms.starting_pot(game)
+    pot = cfrjax.poker.starting_pot(game)
     curve = _curve(game, n)
     previous = points[points.index(n) - 1]
     assert 100 * curve[n] / pot <= 0.5 < 100 * curve[previous] / pot
@@ -179,7 +179,7 @@ def test_batch_subgames_stop_at_their_target_and_stay_frozen(capsys, tmp_path):
                           "--target", "0.2%", "--iterations", "200", "--json")
     assert code == 0, err
     r = json.loads(out.strip().splitlines()[-1])
-    target = 0.2 / 100 * cfrjax.forms.starting_pot(game)
+    target = 0.2 / 100 * cfrjax.poker.starting_pot(game)
     assert r["target"] == pytest.approx(target) and r["stopped"] == 8
     a = multihost.read_shards(str(tmp_path / "a"))
     stops = a["state"]["iteration"]

@@ -43,10 +43,10 @@ which is uniform where it was never reached). The solution is the average policy
 One board per spot: a shard's batch carries its boards' showdown tables as data
 (`cfrjax.games.poker.boards`), made on the host for all its boards at once while the
 device solves the previous shard. Limits: pots from a finite grid (`DatagenConfig.pots`), grouped into tree groups
-(`cfrjax.datagen.config`); river spots only.
+(`cfrjax.datagen.dataset`); river spots only.
 """
 
-from cfrjax.datagen.config import SCHEMA_VERSION, DatagenConfig, default_pots, spot_spec
+from cfrjax.datagen.dataset import SCHEMA_VERSION, DatagenConfig, default_pots, spot_spec
 from cfrjax.datagen.sampling import ShardSpots, hand_strength, recursive_ranges, sample_shard, shard_rng
 from cfrjax.datagen.shards import (
     ARRAYS, MANIFEST, ShardWritten, generate, generate_shards, load_shard, read_dataset, shard_path, worker_from_env,

@@ -26,8 +26,9 @@ import dataclasses
 
 import numpy as np
 
-from cfrjax.datagen.config import DatagenConfig
+from cfrjax.datagen.dataset import DatagenConfig
 from cfrjax.games.poker.boards import board_tables, host_workers, win_probability
+from cfrjax.deck import NUM_CARDS
 from cfrjax.games.poker.cards import NUM_COMBOS, parse_board
 
 __all__ = ["ShardSpots", "hand_strength", "recursive_ranges", "sample_shard", "shard_rng"]
@@ -141,7 +142,7 @@ def sample_shard(config: DatagenConfig, index: int) -> ShardSpots:
     rng = shard_rng(config.seed, index)
     B = config.spots
     fixed = np.asarray(() if config.board is None else config.board, np.int64)
-    rest = np.setdiff1d(np.arange(52), fixed)          # the whole deck when nothing is fixed
+    rest = np.setdiff1d(np.arange(NUM_CARDS), fixed)          # the whole deck when nothing is fixed
     drawn = rest[np.argsort(rng.random((B, rest.size)), axis=1)[:, :5 - fixed.size]]
     boards = np.sort(np.concatenate([np.broadcast_to(fixed, (B, fixed.size)), drawn], axis=1), axis=1)
     groups = config.tree_groups

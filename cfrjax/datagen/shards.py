@@ -1,7 +1,8 @@
 """Shard files, the dataset manifest, the split over workers and the generating loop.
 
 A dataset folder holds `dataset.json` (`DatagenConfig.manifest`) and the shards
-`shard-<index>-of-<count>.npz` (6 digits each). Each shard is written once, atomically
+`shard-<index>-of-<count>.npz` (`cfrjax.multihost.shard_path`, 5 digits each; folders
+written with 6 are read and resumed too). Each shard is written once, atomically
 (`cfrjax.atomic.atomic_write`: a temporary file in the folder, renamed over the name),
 so a file under a shard's name is complete; the generator skips the shards that exist
 and writes the others. Worker `I` of `N` owns the shards `I, I + N, I + 2N, ...`; it
@@ -15,7 +16,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import re
 import time
 from typing import Callable, Iterator
 
@@ -23,9 +23,10 @@ import jax
 import numpy as np
 
 from cfrjax.atomic import atomic_write
-from cfrjax.datagen.config import SCHEMA_VERSION, DatagenConfig
+from cfrjax.datagen.dataset import SCHEMA_VERSION, DatagenConfig
 from cfrjax.datagen.sampling import sample_shard
 from cfrjax.datagen.solve import solve_spots, spot_game
+from cfrjax.multihost import shard_files, shard_path
 from cfrjax.plan import resolve_plan, use
 
 __all__ = ["ARRAYS", "MANIFEST", "ShardWritten", "generate", "generate_shards", "load_shard", "read_dataset",
@@ -35,12 +36,6 @@ __all__ = ["ARRAYS", "MANIFEST", "ShardWritten", "generate", "generate_shards", 
 MANIFEST = "dataset.json"
 #: The arrays of a shard (`cfrjax.datagen` docstring), besides `meta`.
 ARRAYS = ("board", "pot", "stack", "ranges", "values", "norm", "value", "exploitability", "exploitability_pct_pot")
-_SHARD = re.compile(r"shard-(\d{6,})-of-(\d{6,})\.npz$")
-
-
-def shard_path(out: str | os.PathLike, index: int, shards: int) -> str:
-    """`out/shard-<index>-of-<shards>.npz`."""
-    return os.path.join(os.fspath(out), f"shard-{index:06d}-of-{shards:06d}.npz")
 
 
 def worker_shards(shards: int, worker: int, num_workers: int) -> range:
@@ -131,15 +126,15 @@ def read_dataset(out: str | os.PathLike, *, complete: bool = True) -> dict:
     with open(os.path.join(out, MANIFEST), encoding="utf-8") as f:
         manifest = json.load(f)
     n = manifest["shards"]
-    found = sorted(int(m.group(1)) for name in os.listdir(out) if (m := _SHARD.fullmatch(name))
-                   and int(m.group(2)) == n)
+    files = {i: path for (i, count), path in shard_files(out).items() if count == n}
+    found = sorted(files)
     if complete and len(found) != n:
         missing = sorted(set(range(n)) - set(found))
         raise ValueError(f"{out}: {len(missing)} of {n} shards missing (e.g. {missing[0]}); run the generator again")
-    parts = [load_shard(shard_path(out, i, n)) for i in found]
+    parts = [load_shard(files[i]) for i in found]
     for i, p in zip(found, parts):
         if p["meta"]["shard"] != i or p["meta"]["seed"] != manifest["seed"]:
-            raise ValueError(f"{shard_path(out, i, n)} does not belong to this dataset (its meta: shard "
+            raise ValueError(f"{files[i]} does not belong to this dataset (its meta: shard "
                              f"{p['meta']['shard']}, seed {p['meta']['seed']})")
     data = {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros((0,)) for k in ARRAYS}
     data["shard"] = np.concatenate([np.full(p["pot"].size, i) for i, p in zip(found, parts)]) if parts \
@@ -177,7 +172,8 @@ def generate_shards(config: DatagenConfig, out: str | os.PathLike, worker: int =
     os.makedirs(out, exist_ok=True)
     _check_manifest(config, out)
     _remove_stale(out, mine, config.shards)
-    todo = [i for i in mine if not os.path.exists(shard_path(out, i, config.shards))]
+    have = shard_files(out)
+    todo = [i for i in mine if (i, config.shards) not in have]
     device = jax.devices()[0].device_kind
     base = dict(schema=SCHEMA_VERSION, shards=config.shards, seed=config.seed, spots=config.spots,
                 iterations=config.iterations, rule=config.rule, order=config.order, averaging=config.averaging,
@@ -255,7 +251,8 @@ def generate(config: DatagenConfig, out: str | os.PathLike, *, worker: int | Non
         worker, num_workers = worker_from_env()
     mine = worker_shards(config.shards, worker, num_workers)
     out = os.fspath(out)
-    skipped = sum(os.path.exists(shard_path(out, i, config.shards)) for i in mine)
+    have = shard_files(out) if os.path.isdir(out) else {}
+    skipped = sum((i, config.shards) in have for i in mine)
     bar = tqdm(total=len(mine) * config.spots, initial=skipped * config.spots, unit="spot",
                disable=None if progress is None else not progress,
                dynamic_ncols=True, desc=f"datagen worker {worker}/{num_workers}")
@@ -275,6 +272,7 @@ def generate(config: DatagenConfig, out: str | os.PathLike, *, worker: int | Non
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
+    done = shard_files(out)
     e = np.concatenate(expl) if expl else np.zeros(0)
     spots = len(written) * config.spots
     return dict(worker=worker, num_workers=num_workers, owned=len(mine), skipped=skipped, written=len(written),
@@ -282,5 +280,5 @@ def generate(config: DatagenConfig, out: str | os.PathLike, *, worker: int | Non
                 solves_per_minute=60.0 * spots / seconds if spots else None,
                 exploitability_pct_pot_median=float(np.median(e)) if e.size else None,
                 exploitability_pct_pot_max=float(e.max()) if e.size else None,
-                complete=all(os.path.exists(shard_path(out, i, config.shards)) for i in mine),
+                complete=all((i, config.shards) in done for i in mine),
                 timings=timings, plan=plan.describe())

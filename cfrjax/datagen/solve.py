@@ -28,12 +28,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.batch import batched_fields_of, init_batch, solve_batch
-from cfrjax.datagen.config import DatagenConfig, spot_spec
+from cfrjax.datagen.dataset import DatagenConfig, spot_spec
 from cfrjax.datagen.sampling import ShardSpots
 from cfrjax.driver import with_float_dtype
 from cfrjax.games.poker.boards import set_boards
 from cfrjax.games.poker.cards import NUM_COMBOS
-from cfrjax.games.poker.public import build_public
+from cfrjax.games.poker.public_tree import build_public
 from cfrjax.policy import normalize
 from cfrjax.public import passes as pp
 

@@ -6,7 +6,7 @@ passes (regrets, best response, expected values, `set_ranges`; raked spots too:
 `PublicGame.raked`); `cfrjax.public.terminals` the terminal values with card removal;
 `cfrjax.public.report` the per-hand answers at a node (range, strategy, EV, equity:
 `cfrjax show`); `cfrjax.public.depth` depth-limited games. Build one with
-`cfrjax.games.poker.public.build_public(config)`.
+`cfrjax.games.poker.public_tree.build_public(config)`.
 """
 
 from cfrjax.public.game import PublicGame, PublicLabels

@@ -108,7 +108,7 @@ from cfrjax.public.game import PublicGame
 from cfrjax.spec import CHANCE, TERMINAL
 
 #: `trunk_dealt` of a trunk node above every dealt card (a flop's flop street).
-_NO_CARD = 52
+from cfrjax.deck import NO_CARD as _NO_CARD
 
 __all__ = ["LeafFunction", "below_cut_nashconv", "completed_policy", "cut", "exact_leaf", "exact_leaf_policy",
            "leaf_reach", "showdown_leaf"]

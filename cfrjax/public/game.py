@@ -6,7 +6,7 @@ reach and values `[n, 2, H]`. The tabular information set `P1|AhKh|k.b10` is the
 (decision node `k.b10`, hand `AhKh`) of player 1, so the two forms map entry by entry
 (`PublicLabels.infoset_index`).
 
-Layout (built by `cfrjax.games.poker.public.build_public`): two stages.
+Layout (built by `cfrjax.games.poker.public_tree.build_public`): two stages.
 
 * The **trunk**: the betting before the last card (a turn spot's turn street; a flop
   spot's flop street and, below each of its ends, one turn street per turn card; empty on

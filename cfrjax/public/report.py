@@ -216,7 +216,7 @@ def _public_node(game: PublicGame, node: int) -> tuple:
 def _chance_count(game: PublicGame) -> int:
     """Boards (river cards) of a turn spot live for any given pair of hands: all but the
     4 the two hands hold (44 of 48); 1 on a river spot. The forest's values carry 1 / this
-    (`cfrjax.games.poker.public`: the chance reach folded into the stakes)."""
+    (`cfrjax.games.poker.public_tree`: the chance reach folded into the stakes)."""
     return game.num_boards - 4 if game.dealt else 1
 
 

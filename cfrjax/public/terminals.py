@@ -65,10 +65,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax.deck import NUM_CARDS
 from cfrjax.plan import plan_of
 from cfrjax.public import fold_kernel, native, showdown_kernel
-
-NUM_CARDS = 52
 
 # ----------------------------------------------------------------------------------------
 # Build time (NumPy).

@@ -16,7 +16,8 @@ Modules (data flows config -> builders; no cycles): `cards`, `evaluator`, `range
 `betting` (bet-size strings per street and player, `BetSizes`);
 `config` (`PokerSubgameSpec`); `deals` (deals, deal weights, `set_root_ranges`);
 `subgame` (tabular form: `build_spec`); `libratus` and `toml` (spec files -> config);
-`strategy` (table export).
+`pot` (the starting pot, exploitability and targets in % of it);
+`strategy_files` (`cfrjax.strategy_table`'s rows as CSV or JSON).
 
 `build_spec(PokerSubgameSpec(...))` or `load_poker_toml("games/hunl_river.toml")`
 give a validated `GameSpec`; `load_libratus_endgame` reads the released Libratus
@@ -31,13 +32,15 @@ from cfrjax.games.poker.libratus import load_libratus_endgame, read_libratus_fil
 from cfrjax.games.poker.ranges import (
     parse_range, random_ranges, range_from_hands, resolve_range, token_mask, top_n, weights_from_array)
 from cfrjax.games.poker.betting import BetSizes, parse_sizes
-from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec, starting_pot
+from cfrjax.games.poker.config import ALLIN, PokerSubgameSpec
+from cfrjax.games.poker.pot import pct_of_pot, starting_pot
 from cfrjax.games.poker.deals import (
     deal_probabilities, deals_from_support, root_deals, root_ranges, set_root_ranges, subgame_deals)
 from cfrjax.games.poker.subgame import KEY_FIELDS, build_spec, count_paper_sizes
 from cfrjax.games.poker.toml import config_from_dict, load_poker_config, load_poker_toml
-from cfrjax.games.poker.strategy import (
-    read_strategy_csv, read_strategy_json, strategy_table, write_strategy_csv, write_strategy_json)
+from cfrjax.games.poker.strategy_files import (
+    read_strategy_csv, read_strategy_json, write_strategy_csv, write_strategy_json)
+from cfrjax.strategy import strategy_table   # the one table of every game, re-exported beside its files
 
 __all__ = [
     "ALLIN", "BetSizes", "KEY_FIELDS", "CARD_NAMES", "CATEGORY_NAMES", "COMBO_INDEX", "COMBO_NAMES", "COMBOS", "NUM_COMBOS", "RANKS", "SUITS",
@@ -45,7 +48,7 @@ __all__ = [
     "canonical_hand", "canonical_key", "combo_str", "combos_blocked_by", "combos_conflict", "config_from_dict", "count_paper_sizes", "deal_probabilities",
     "deals_from_support", "evaluate",
     "hand_category", "load_libratus_endgame", "load_poker_config", "load_poker_toml", "parse_board", "parse_cards",
-    "parse_combo", "parse_range", "parse_sizes", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
+    "parse_combo", "parse_range", "pct_of_pot", "parse_sizes", "random_ranges", "range_from_hands", "rank5", "rank6", "rank7",
     "read_libratus_file", "read_strategy_csv", "read_strategy_json", "resolve_range", "root_deals",
     "root_ranges", "set_root_ranges", "starting_pot", "strategy_table", "subgame_deals", "write_strategy_csv", "write_strategy_json", "token_mask", "top_n", "weights_from_array",
 ]

@@ -36,6 +36,7 @@ import os
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax.deck import NUM_CARDS
 from cfrjax.games.poker.cards import COMBOS, NUM_COMBOS
 from cfrjax.games.poker.evaluator import evaluate
 from cfrjax.public import terminals as pt
@@ -67,7 +68,7 @@ def river_hands(boards) -> np.ndarray:
     """`[B, 1081]` int64: the combos of each board's hand list (those not blocked by the
     board, in combo order): hand `h` of board `b` is combo `river_hands(boards)[b, h]`."""
     b = _boards(boards)
-    on = np.zeros((b.shape[0], 52), bool)
+    on = np.zeros((b.shape[0], NUM_CARDS), bool)
     np.put_along_axis(on, b, True, 1)
     blocked = on[:, COMBOS[:, 0]] | on[:, COMBOS[:, 1]]                                  # [B, 1326]
     return (np.flatnonzero(~blocked.ravel()) % NUM_COMBOS).reshape(b.shape[0], RIVER_HANDS)
@@ -121,7 +122,7 @@ def win_probability(tables: dict) -> np.ndarray:
     half; `cfrjax.datagen.hand_strength` of each board), read off the tables' counts of
     hands weaker / not stronger, in all and among those holding each of its cards."""
     # int32 as the tables are (their entries are below 2 * 47 * 47): int64 copies and
-    # their `%` made this 9x slower, the host's largest serial step per datagen shard.
+    # their `%` made this several times slower, the host's largest serial step per shard.
     ix = np.asarray(tables["sd_index"])[:, 0]                                             # [B, H, 6]
     H, M = RIVER_HANDS, CARD_HANDS.shape[1]
     lt, le = ix[..., 0], ix[..., 1]

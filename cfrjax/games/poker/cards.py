@@ -23,11 +23,11 @@ from typing import Iterable
 
 import numpy as np
 
+from cfrjax.deck import NUM_CARDS
 from cfrjax.spec import SpecError
 
 RANKS = "23456789TJQKA"
 SUITS = "shdc"
-NUM_CARDS = 52
 NUM_COMBOS = 1326
 
 

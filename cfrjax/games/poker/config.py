@@ -26,7 +26,6 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from cfrjax.forms import starting_pot  # noqa: F401  (re-exported: a poker notion, read from any form)
 from cfrjax.games.poker.betting import STREETS, BetSizes
 from cfrjax.games.poker.cards import PokerSpecError, board_str, parse_board
 from cfrjax.games.poker.ranges import random_ranges, resolve_range

@@ -18,7 +18,7 @@ import numpy as np
 
 from cfrjax.games.poker.cards import PokerSpecError, combos_blocked_by
 from cfrjax.games.poker.config import PokerSubgameSpec
-from cfrjax.games.poker.public import FLOP_TURN_CARDS, build_public
+from cfrjax.games.poker.public_tree import FLOP_TURN_CARDS, build_public
 from cfrjax.games.poker.subgame import RIVER_CARDS
 from cfrjax.games.poker.toml import load_poker_config
 from cfrjax.public.depth import LeafFunction, cut

@@ -49,9 +49,7 @@ the actor's street total after the action).
 Layout: the GameSpec's nodes are in breadth-first order (parent indices are
 non-decreasing), built by replicating one per-deal "deal template" (the public tree,
 with river slots 0..43 standing for that deal's live river cards) over all deals
-with vectorized NumPy, level by level. Libratus endgame 4 at full range (36,098,785
-nodes) builds in 1-6 s plus 7-16 s of `GameSpec` validation on a 2-core machine (peak
-about 6 GB); endgame 3 (93,168,610 nodes) in about 50 s at about 15 GB.
+with vectorized NumPy, level by level (build times: `cfrjax.games.poker.sizes`).
 
 Sizes "the paper's way" (`count_paper_sizes`): States = non-chance nodes (terminals
 included), Infosets = distinct (player, own hand, public node) over the same nodes.
@@ -66,6 +64,7 @@ import time
 
 import numpy as np
 
+from cfrjax.deck import NO_CARD, NUM_CARDS
 from cfrjax.games.poker.cards import (
     CARD_NAMES, COMBOS, NUM_COMBOS, PokerSpecError, board_str, combo_str, combos_conflict, parse_board)
 from cfrjax.games.poker.evaluator import evaluate
@@ -276,7 +275,7 @@ def _bfs_levels(parent: np.ndarray) -> list[np.ndarray]:
 
 def _river_cards(board: np.ndarray, h0: np.ndarray, h1: np.ndarray) -> np.ndarray:
     """`[D, 44]` live river cards of each turn deal, ascending."""
-    rest = np.setdiff1d(np.arange(52), board)                          # 48 cards
+    rest = np.setdiff1d(np.arange(NUM_CARDS), board)                          # 48 cards
     held = np.concatenate([COMBOS[h0], COMBOS[h1]], axis=1)            # [D, 4]
     alive = ~(rest[None, :, None] == held[:, None, :]).any(-1)         # [D, 48]
     return np.broadcast_to(rest, alive.shape)[alive].reshape(-1, RIVER_CARDS)
@@ -290,13 +289,13 @@ def _showdown_signs(cfg, board, h0, h1, cards):
         value = np.zeros(NUM_COMBOS, np.int64)
         value[hands] = evaluate(cards7)
         return np.sign(value[h0] - value[h1]).astype(np.int8)
-    rest = np.setdiff1d(np.arange(52), board)
+    rest = np.setdiff1d(np.arange(NUM_CARDS), board)
     hb = np.concatenate([np.broadcast_to(board, (hands.size, 4)), COMBOS[hands]], axis=1)  # [H, 6]
     cards7 = np.concatenate([np.repeat(hb[:, None, :], rest.size, 1),
                              np.broadcast_to(rest[None, :, None], (hands.size, rest.size, 1))], axis=2)
     blocked = (COMBOS[hands][:, None, :] == rest[None, :, None]).any(-1)
     cards7 = np.where(blocked[..., None], np.array([0, 4, 9, 14, 19, 24, 29]), cards7)  # dummy distinct cards
-    value = np.zeros((NUM_COMBOS, 52), np.int64)
+    value = np.zeros((NUM_COMBOS, NUM_CARDS), np.int64)
     value[hands[:, None], rest[None, :]] = evaluate(cards7)
     return np.sign(value[h0[:, None], cards] - value[h1[:, None], cards]).astype(np.int8)
 
@@ -381,7 +380,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
 
     Raises:
       PokerSpecError: a raked spec (`config.raked`): the tabular form is zero-sum; the
-        public form (`cfrjax.games.poker.public.build_public`) solves raked spots.
+        public form (`cfrjax.games.poker.public_tree.build_public`) solves raked spots.
     """
     t_start = time.perf_counter()
     cfg = config
@@ -406,7 +405,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
     payoff = np.empty(N, np.float64)
     parent[0], action[0], kind[0], infoset[0], chance_prob[0], payoff[0] = -1, -1, CHANCE, -1, 1.0, 0.0
 
-    ncard = 53 if turn else 1
+    ncard = NO_CARD + 1 if turn else 1
     hands = (h0, h1)
     # Dense infoset key: ((spid * ncard + card) * 1326 + own hand); remapped to 0..I-1 below.
     pos = np.zeros(tpl.parent.size, np.int64)
@@ -447,7 +446,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
             sp = tpl.spid[lv][cols]
             if turn:
                 sl = tpl.slot[lv][cols]
-                card = np.where(sl[None, :] >= 0, cards[:, np.maximum(sl, 0)], 52)
+                card = np.where(sl[None, :] >= 0, cards[:, np.maximum(sl, 0)], NO_CARD)
                 key = (sp[None, :] * ncard + card) * NUM_COMBOS
             else:
                 key = np.broadcast_to((sp * NUM_COMBOS)[None, :], (D, cols.size))
@@ -517,7 +516,7 @@ def _paper_sizes(tpl: _Template, h0, h1, cards) -> dict:
     for h in (h0, h1):
         infosets += np.unique(h).size * pre
         if cards is not None:
-            seen = np.zeros((NUM_COMBOS, 52), bool)
+            seen = np.zeros((NUM_COMBOS, NUM_CARDS), bool)
             seen[np.repeat(h, RIVER_CARDS), cards.ravel()] = True
             infosets += int(seen.sum()) * per_slot
     return {"infosets": int(infosets), "states": states}

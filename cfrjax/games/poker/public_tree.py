@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from cfrjax.deck import NO_CARD, NUM_CARDS
 from cfrjax.game import default_float_dtype, fingerprint
 from cfrjax.host import default_platform
 from cfrjax.games.poker.cards import (
@@ -60,7 +61,6 @@ __all__ = ["DENSE_LIMIT_BYTES", "build_public", "check_public_fits", "public_han
 
 #: Under `terminals="auto"` the dense matrices are built (for accelerators) only below this size.
 DENSE_LIMIT_BYTES = 2 * 2 ** 30
-_NO_CARD = 52
 #: Live turn cards below a flop for any deal of two hands: 52 - 3 board - 4 hole cards.
 FLOP_TURN_CARDS = 45
 
@@ -137,7 +137,7 @@ def _stage(trees: list) -> _Stage:
             tot.append(tuple(t.tot[i]))
             allin.append(bool(t.allin[i]))
             oop_call.append(bool(t.oop_call[i]))
-            dealt.append(t.dealt[i] if hasattr(t, "dealt") else _NO_CARD)
+            dealt.append(t.dealt[i] if hasattr(t, "dealt") else NO_CARD)
             if t.parent[i] >= 0:
                 if t.action[i] != seen.get(t.parent[i], 0):
                     raise AssertionError("betting tree children out of action order")
@@ -214,7 +214,7 @@ def _flop_trunk(cfg: PokerSubgameSpec, rest: np.ndarray):
     for i in range(len(flop)):
         tree.add(flop.parent[i], flop.action[i], flop.kind[i], flop.code[i], flop.tot[i], flop.labels[i],
                  fold=flop.fold[i], sd=flop.sd[i], allin=flop.allin[i], oop_call=flop.oop_call[i])
-        tree.dealt.append(_NO_CARD)
+        tree.dealt.append(NO_CARD)
     ends = [c for c in range(len(flop)) if flop.kind[c] == CHANCE]
     turns = {c: None if flop.allin[c] else
              _street_tree(cfg, flop.tot[c][0], last=False, street="turn", oop_called=bool(flop.oop_call[c]))
@@ -253,7 +253,7 @@ def _trunk_forest(cfg: PokerSubgameSpec):
     Betting trees only: fast (a flop with three sizes per street: well under a second),
     so `public_shapes` sizes a spot from it before anything per board is built."""
     board = cfg.board_cards
-    rest = np.setdiff1d(np.arange(52), board)
+    rest = np.setdiff1d(np.arange(NUM_CARDS), board)
     groups, board_group, turn_cards = 0, None, None
     if cfg.street == "flop":
         trunk, root_chance, subs, turn_cards = _flop_trunk(cfg, rest)
@@ -368,7 +368,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     B = extra.shape[0]
     strength, live = _strengths(cfg, hands, extra)
     n1 = trunk.size
-    t_dealt = trunk.dealt != _NO_CARD          # [N1] trunk nodes below the flop's turn card
+    t_dealt = trunk.dealt != NO_CARD          # [N1] trunk nodes below the flop's turn card
     edge_deal = t_dealt & ~t_dealt[trunk.parent] if n1 else t_dealt
 
     # Decision nodes and slots (module docstring of cfrjax.public.game).
@@ -436,7 +436,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     dense = None
     # Several boards (a turn's river cards) on an NVIDIA GPU: every board's showdowns run as
     # one launch of the sorted showdown kernel, faster than the matrices and without their
-    # memory (full-range turn, H200: 0.66 -> 0.39 ms/iter, 0.86 -> 0.36 GB).
+    # memory.
     if _builds_dense(terminals, B, H, dense_limit_bytes):
         dense = pt.dense_tables(strength, hand_cards, live)
 
@@ -558,7 +558,7 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
     i32 = jnp.dtype(jnp.int32)
     hand_ids = public_hands(config, hands)
     H = int(hand_ids.size)
-    M = max(1, int(np.bincount(COMBOS[hand_ids].ravel(), minlength=52).max()))   # `card_table`'s width
+    M = max(1, int(np.bincount(COMBOS[hand_ids].ravel(), minlength=NUM_CARDS).max()))   # `card_table`'s width
     trunk, forest, root_chance, extra, groups, _, _, _ = _trunk_forest(config)
     B, n1, n2 = int(extra.shape[0]), trunk.size, forest.size
     t_sl = [int(_slots(trunk, p)[1].sum()) for p in (0, 1)]
@@ -585,8 +585,8 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
         root_chance=np.shape(root_chance), forest_parent=(n2,), forest_child_start=(n2 + 1,), forest_owner=(n2,),
         forest_lane_slot=(n2, 2), forest_term_pos=(n2,), forest_slot_node=(sum(f_sl),),
         forest_slot_child=(sum(f_sl),), forest_path=(n2, 2, W), forest_root_of=(n2,), forest_fold_node=(fF,),
-        forest_showdown_node=(K,), hand_cards=(H, 2), card_hands=(52, M), slot_infoset=(S,),
-        infoset_slot_start=(I + 1,), sd_sorted=(B, H), sd_card_sorted=(B, 52, M), sd_index=(B, H, 6))
+        forest_showdown_node=(K,), hand_cards=(H, 2), card_hands=(NUM_CARDS, M), slot_infoset=(S,),
+        infoset_slot_start=(I + 1,), sd_sorted=(B, H), sd_card_sorted=(B, NUM_CARDS, M), sd_index=(B, H, 6))
     if groups:
         ints.update(trunk_dealt=(n1,), board_group=(B,))
     floats = dict(trunk_fold_payoff=(tF,), forest_fold_payoff=(fF,), forest_showdown_stake=(K,), board_live=(B, H),
@@ -648,7 +648,7 @@ def check_public_fits(config: PokerSubgameSpec, *, hands=None, terminals: str = 
     what = (f"{config.name!r} (a {config.street} spot: {sz['nodes']:,} public nodes over {sz['boards']:,} board(s), "
             f"{sz['slots']:,} slots x {sz['hands']:,} hands), refused before building it,")
     remedy = ("use fewer bet and raise sizes (or fewer raises), a later street (a turn or river spot), or a machine "
-              "with more memory (cfrjax.games.poker.public.public_plan(config) prints the plan)")
+              "with more memory (cfrjax.games.poker.public_tree.public_plan(config) prints the plan)")
     device = jax.devices()[0] if device is None and budget_bytes is None else device
     out = check_fits(plan, device, budget_bytes=budget_bytes, what=what, remedy=remedy)
     if budget_bytes is None and device.platform != "cpu":
