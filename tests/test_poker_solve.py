@@ -47,7 +47,7 @@ def _passive(names):
     ("cfr", "simultaneous", "uniform")])
 def test_reference_agrees(street, k, seed, rule, order, averaging):
     spec = build_spec(PokerSubgameSpec(board=RIVER if street == "river" else TURN, random_hands=k, seed=seed))
-    game = cfrjax.compile_game(spec, chance="explicit")
+    game = cfrjax.compile.compile_game(spec, chance="explicit")
     iters = 5
     ref = ReferenceCFR(spec, rule=rule, averaging=averaging, order=order).run(iters)
     state = cfrjax.solve(game, cfrjax.init(game, rule, order, averaging, dtype="float64"), iters)
@@ -76,7 +76,7 @@ def _solve_and_evaluate(game, state, iterations, pure_policies):
 def _solve_anchor(spec, iterations=1000):
     """`(game, state, policy, value, br0, br1, pure)`; `pure`: best-response values against
     the pure strategies check/call everywhere and first action everywhere."""
-    game = cfrjax.compile_game(spec)
+    game = cfrjax.compile.compile_game(spec)
     state, policy, value, brs, pure = _solve_and_evaluate(
         game, cfrjax.init(game, "cfr+", "alternating", "linear"), iterations,
         [_pure(game, _passive), _pure(game, lambda names: 0)])
@@ -116,7 +116,7 @@ def test_turn_quads_anchor_solved():
 
 def test_strategy_table_and_writers(tmp_path):
     spec = build_spec(PokerSubgameSpec(board=RIVER, random_hands=4, seed=0))
-    game = cfrjax.compile_game(spec)
+    game = cfrjax.compile.compile_game(spec)
     state = cfrjax.solve(game, cfrjax.init(game), 50)
     policy = np.asarray(cfrjax.average_policy(game, state))
     rows = strategy_table(game, policy)

@@ -3,7 +3,7 @@
 Also reachable as `cfrjax.poker`: what writing a spot in Python needs, e.g.
 
     spot = cfrjax.poker.PokerSubgameSpec(board="Ks Js Th 7d", pot=20, stack=110,
-                                         range0="AA,KK,AKs", range1=cfrjax.parse_range("QQ-TT,AQs"),
+                                         range0="AA,KK,AKs", range1=cfrjax.poker.parse_range("QQ-TT,AQs"),
                                          betting={"bet": "50%, 100%", "raise": "2.5x"})
     game = cfrjax.load_game(spot)
 
