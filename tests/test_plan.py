@@ -134,9 +134,9 @@ def test_resolution_reads_the_switches_and_records_a_failed_build(monkeypatch):
     assert "fallback native: RuntimeError" in failed.summary()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert cfrjax.plan.resolve_plan(platform="cpu") == failed        # said once
+        assert cfrjax.plan.resolve_plan(platform="cpu") == failed   # said once
     tabular = cfrjax.load_game("kuhn_poker")
-    assert cfrjax.plan.resolve_plan(tabular, "cpu").fallbacks == ()       # no native code in the tabular form
+    assert cfrjax.plan.resolve_plan(tabular, "cpu").fallbacks == ()  # no native code in the tabular form
     monkeypatch.setattr(pallas_gpu, "nvidia_gpu", lambda: True)
     monkeypatch.setattr(cuda_showdown, "available", lambda: False)
     monkeypatch.setattr(cuda_showdown, "why_unavailable", lambda: "RuntimeError: no nvcc found")
@@ -163,7 +163,7 @@ def test_presets_overrides_and_validation(river):
         cfrjax.Plan(native=1)
     with pytest.raises(ValueError, match="bad Plan.wide_columns -1"):
         cfrjax.Plan(wide_columns=-1)
-    assert cplan.plan_of(river) == cfrjax.plan.resolve_plan(river, "cpu")   # no plan: the auto plan of its form
+    assert cplan.plan_of(river) == cfrjax.plan.resolve_plan(river, "cpu")  # no plan: the auto plan of its form
 
 
 def test_command_line_plan_and_verbose(capsys):

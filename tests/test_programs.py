@@ -56,9 +56,9 @@ def test_kept_solve_runs_without_tracing_and_equals_the_jit(case, tmp_path, monk
         game = _river()
         kw = dict(eval_every=5, target_exploitability=1e-3 * starting_pot(game), max_iterations=200)
     state = cfrjax.init(game, rule="dcfr", order="alternating", dtype="float32")
-    want = cfrjax.solve_with_trace(game, state, **kw)                  # jit, nothing kept
+    want = cfrjax.solve_with_trace(game, state, **kw)       # jit, nothing kept
     programs.enable(tmp_path)
-    first = cfrjax.solve_with_trace(game, state, **kw)                 # compiled and kept
+    first = cfrjax.solve_with_trace(game, state, **kw)      # compiled and kept
     kept = 1 if case == "kuhn-fixed" else 2                 # a target-driven solve: its chunk and its evaluation
     assert len(_kept(tmp_path)) == kept
     programs.enable(None)                                   # a new process: nothing in memory

@@ -93,7 +93,7 @@ def test_ranges_that_deal_nothing_are_refused(small_spot, form):
     if form == "public":   # every pair shares a card (the tabular game deals AdAc only against AA and QQ)
         with pytest.raises(ValueError, match="^range0 and range1 deal nothing"):
             cfrjax.poker.set_root_ranges(game, cfrjax.poker.parse_range("AsAd"), cfrjax.poker.parse_range("AdAc"))
-    moved = cfrjax.poker.set_root_ranges(game, cfrjax.poker.parse_range("AA"), w1)    # ranges that deal are taken
+    moved = cfrjax.poker.set_root_ranges(game, cfrjax.poker.parse_range("AA"), w1)  # ranges that deal are taken
     probs = moved.weights if form == "public" else moved.edge_prob
     assert np.all(np.isfinite(np.asarray(probs)))
 
