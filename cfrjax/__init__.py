@@ -113,4 +113,6 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    """The public names (what tab completion offers): not this file's imports (`ast`,
+    `sys`) nor submodules already imported (still attributes, by their names)."""
+    return sorted({name for name in globals() if name.startswith("__")} | set(__all__))

@@ -193,6 +193,7 @@ def test_public_api_is_short_and_documented():
     its module's full name (`cfrjax.compile.compile_game`, `cfrjax.public.depth.exact_leaf`:
     submodules import on first use)."""
     assert len(cfrjax.__all__) <= 40
+    assert {n for n in dir(cfrjax) if not n.startswith("__")} == set(cfrjax.__all__)   # no `ast`, `sys`, `_API`
     with open(os.path.join(ROOT, "docs", "api.md")) as f:
         entries = {line.split()[1] for line in f if line.startswith("::: ")}
     missing = [n for n in cfrjax.__all__ if f"cfrjax.{n}" not in entries]
