@@ -11,7 +11,7 @@ first, in the order they meet it:
   `save_game`, `GameSpec` and its `SpecError`;
 * a solve: `Config`, `Plan` (the implementation choices), `init`, `SolverState`, `step`,
   `solve` (a state in, a state out), `solve_with_trace` (the same with evaluations: a
-  `(state, Trace)` pair), `solve_chunks` (chunked, checkpointed, resumable), `warm_start`;
+  `(state, trace)` pair, the curve a `Trace`), `solve_chunks` (chunked, checkpointed, resumable), `warm_start`;
 * a policy and its quality: `average_policy`, `current_policy`, `evaluate`,
   `exploitability`, `expected_value`, `best_response_values`, `save_policy`, `load_policy`;
 * changing a compiled game or a run: `set_payoffs`, `set_root_chance`, `lock`, `unlock`,

@@ -188,7 +188,8 @@ def test_every_public_name_imports_from_its_module():
 
 
 def test_public_api_is_short_and_documented():
-    """At most 40 public names, each with its entry on the API reference page (`::: cfrjax.NAME`);
+    """At most 40 public names, each named in the package docstring (which says why these) and
+    with its entry on the API reference page (`::: cfrjax.NAME`);
     a name left out of `__all__` (`compile_game`) is no attribute of `cfrjax` but reachable by
     its module's full name (`cfrjax.compile.compile_game`, `cfrjax.public.depth.exact_leaf`:
     submodules import on first use)."""
@@ -198,6 +199,8 @@ def test_public_api_is_short_and_documented():
         entries = {line.split()[1] for line in f if line.startswith("::: ")}
     missing = [n for n in cfrjax.__all__ if f"cfrjax.{n}" not in entries]
     assert not missing, missing
+    unexplained = [n for n in cfrjax.__all__ if f"`{n}`" not in cfrjax.__doc__]   # the docstring says why each
+    assert not unexplained, unexplained
     for name in ("compile_game", "checkpoint_info", "strategy_table", "use_plan", "parse_range"):
         assert name not in cfrjax.__all__
         with pytest.raises(AttributeError, match=f"module 'cfrjax' has no attribute '{name}'"):
