@@ -50,7 +50,7 @@ def _worker(root: str, source: str, iterations: int, repeats: int, rule: str = "
         return _spots_worker(source, iterations, repeats, rule, order)
     if source.startswith("libratus:"):
         from cfrjax.games.poker import build_spec, load_libratus_endgame
-        game = cfrjax.compile_game(build_spec(load_libratus_endgame(source.split(":", 1)[1])))
+        game = cfrjax.compile.compile_game(build_spec(load_libratus_endgame(source.split(":", 1)[1])))
     else:
         game = cfrjax.load_game(source)
     build_s = time.perf_counter() - t0

@@ -54,7 +54,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    auto = cfrjax.resolve_plan()
+    auto = cfrjax.plan.resolve_plan()
 
     def plan(on: bool):
         if args.switch.startswith("pallas:"):
@@ -66,7 +66,7 @@ def main(argv=None):
     for source in args.games.split(","):
         plain = _game(source)
         pot = float(plain.labels.source["poker"].get("pot", 0.0) or 0.0)
-        games = {on: cfrjax.use_plan(plain, plan(on)) for on in (False, True)}
+        games = {on: cfrjax.plan.use(plain, plan(on)) for on in (False, True)}
         for run in args.runs.split(","):
             rule, order = run.split(":")
             state = cfrjax.locking.drop_idle_locks(cfrjax.init(plain, rule=rule, order=order, dtype="float32"))[0]

@@ -6,7 +6,7 @@
 For each game and batch size B the B subgames share the compiled tree (index arrays) and
 differ in their float leaves (`cfrjax.retarget.batch_axes`-style vmap axes, restricted
 to the leaves that actually differ):
-  * poker subgames: random root ranges (`cfrjax.set_root_ranges`, uniform weights on the
+  * poker subgames: random root ranges (`cfrjax.poker.set_root_ranges`, uniform weights on the
     built support): `edge_prob`, `chance_reach`, `dec_chance`, `template` per subgame;
   * other games: payoffs perturbed by a factor `1 + 0.1 u`, `u ~ U(-1, 1)` per terminal
     (`cfrjax.set_payoffs`): `payoff`, `template` per subgame.
@@ -104,7 +104,7 @@ def make_batch(game, entry, batch: int, seed: int = 0):
         r1 = jnp.zeros((batch, 1326), game.template.dtype).at[:, np.unique(h1)].set(
             jax.random.uniform(k1, (batch, np.unique(h1).size), minval=0.1, maxval=1.0))
         fields = POKER_FIELDS
-        games = jax.vmap(cfrjax.set_root_ranges, (None, 0, 0), axes_for(game, fields))(game, r0, r1)
+        games = jax.vmap(cfrjax.poker.set_root_ranges, (None, 0, 0), axes_for(game, fields))(game, r0, r1)
     else:
         fields = PAYOFF_FIELDS
         u = jax.random.uniform(key, (batch, game.num_nodes), game.template.dtype, -1.0, 1.0)
@@ -170,7 +170,7 @@ def main():
             break
         share = remaining / (len(entries) - gi)
         g_start = time.perf_counter()
-        game = cfrjax.compile_game(build_spec(entry, args.specs))
+        game = cfrjax.compile.compile_game(build_spec(entry, args.specs))
         model = bytes_model(game)
         print(f"{entry['name']:16s} N {game.num_nodes:9,d}  share {share:.0f} s  model "
               f"{model['model_bytes_per_subgame_iter'] / 1e6:.2f} MB/subgame-iter", flush=True)

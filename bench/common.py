@@ -39,7 +39,7 @@ def environment() -> dict:
     return dict(backend=jax.default_backend(), device=str(dev.device_kind), jax=jax.__version__,
                 jaxlib=jax.lib.__version__ if hasattr(jax.lib, "__version__") else jax.__version__,
                 host=platform.node(), cpu_count=os.cpu_count(), commit=code_commit(),
-                plan=cfrjax.resolve_plan().describe())
+                plan=cfrjax.plan.resolve_plan().describe())
 
 
 def peak_memory_bytes():

@@ -112,7 +112,7 @@ def _default_arms(args) -> int:
     records = []
     tmp = tempfile.mkdtemp()
     for name in args.games:
-        spec = cfrjax.spec_from_openspiel(name)
+        spec = cfrjax.games.openspiel.spec_from_openspiel(name)
         T = args.iterations
         recs = [cfrjax_run(spec, T)]
         recs.append(openspiel_peer.run(name, "cfr+", "cpp", T))

@@ -68,7 +68,7 @@ def child(job: dict) -> dict:
         native_on = native.available()
     except ImportError:
         native_on = None
-    rec = dict(jax=jax.__version__, cfrjax_file=cfrjax.__file__, build_s=build_s, form=cfrjax.form_name(game),
+    rec = dict(jax=jax.__version__, cfrjax_file=cfrjax.__file__, build_s=build_s, form=cfrjax.forms.form_name(game),
                native_showdown=native_on)
     if job["mode"] == "speed":
         M = job["M"]
@@ -84,7 +84,7 @@ def child(job: dict) -> dict:
         rec.update(ms_per_iter_calls=[1e3 * w / M for w in wall], cpu_ms_per_iter_calls=[1e3 * c / M for c in cpu],
                    iterations_per_call=M)
         return rec
-    _, trace = cfrjax.solve(game, state0, job["iterations"], eval_every=job["eval_every"])
+    _, trace = cfrjax.solve_with_trace(game, state0, job["iterations"], eval_every=job["eval_every"])
     rec.update(iteration=np.asarray(trace.iteration).tolist(), exploitability=np.asarray(trace.exploitability).tolist())
     return rec
 

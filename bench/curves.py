@@ -43,7 +43,7 @@ Arms (each in its own process; single-thread arms pinned with `taskset -c 0`):
     that game, `same_game: false`.
 
 Timing (seconds exclude evaluation; how, per arm, is the record's `timing`):
-  * cfrjax: the curve comes from `cfrjax.solve(..., eval_every=K, target_exploitability=...)`
+  * cfrjax: the curve comes from `cfrjax.solve_with_trace(..., eval_every=K, target_exploitability=...)`
     (float64 evaluation inside the executable); the iterations are timed apart, uninterrupted
     and without evaluation (`solve(game, state, M)`, compiled and warmed up first, median of
     3 calls, M = the game's `timing_iterations`, x10 on a GPU): seconds at checkpoint t = t x that ms/iter
@@ -238,12 +238,12 @@ def child_cfrjax(job: dict) -> list[dict]:
         s_it, c_it = sorted(wall)[1] / M, sorted(cpu)[1] / M
         cap = min(job["max_iterations"], max(e, int(job["max_solve_s"] / s_it) // e * e))
         t0 = time.perf_counter()
-        _, trace = cfrjax.solve(game, state0, eval_every=e, target_exploitability=job["thresholds"][-1],
+        _, trace = cfrjax.solve_with_trace(game, state0, eval_every=e, target_exploitability=job["thresholds"][-1],
                                 max_iterations=cap)
         curve_s = time.perf_counter() - t0
         points = [[int(t), int(t) * s_it, float(x), int(t) * c_it] for t, x in zip(trace.iteration,
                                                                                    trace.exploitability)]
-        rec = dict(backend="cfrjax", config=cfg, form=cfrjax.form_name(game), rule=rule, order=order,
+        rec = dict(backend="cfrjax", config=cfg, form=cfrjax.forms.form_name(game), rule=rule, order=order,
                    averaging=averaging if rule != "dcfr" else "its own (t^gamma, gamma 2)",
                    precision="float32 iterations, float64 evaluation",
                    threads=f"XLA CPU, {len(os.sched_getaffinity(0))} core(s)" if dev.platform == "cpu"
@@ -255,7 +255,7 @@ def child_cfrjax(job: dict) -> list[dict]:
                    wall_to_first_target_s=build_s + first_s + next(
                        (p[1] for p in points if p[2] <= job["thresholds"][0]), float("nan")),
                    ms_per_iter_timed=[1e3 * w / M for w in wall], cpu_ms_per_iter_timed=[1e3 * c / M for c in cpu],
-                   timing="curve from solve(eval_every, target) (float64 evaluation inside the executable); "
+                   timing="curve from solve_with_trace(eval_every, target) (float64 evaluation inside the executable); "
                           f"iterations timed apart: median of 3 uninterrupted solves of {M} iterations without "
                           "evaluation (compiled and warmed up first); seconds at t = t x that time per iteration")
         if points[-1][2] > job["thresholds"][-1] and cap < job["max_iterations"]:

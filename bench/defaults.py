@@ -3,7 +3,7 @@
 For each game (Kuhn, Leduc, Liar's Dice 1x6, Goofspiel-5: the small half of the suite,
 `games/suite.toml`) and each arm (rule x averaging x order), solve 1,000 iterations in
 float32 (the default precision) with the exploitability evaluated inside the scan every
-`--eval-every` iterations (`cfrjax.solve(..., eval_every=K)`, evaluation in float64),
+`--eval-every` iterations (`cfrjax.solve_with_trace(..., eval_every=K)`, evaluation in float64),
 then time the same solve without evaluation (compile first, then `--repeats` timed calls)
 for the ms per iteration: the fastest repeat's wall time (also recorded: the median, and the
 process's CPU time, steadier on a shared machine). `--retime JSONL` reuses the curves of an
@@ -76,7 +76,7 @@ def run_arm(game, rule, averaging, order, iterations, eval_every, repeats, curve
     only; the thresholds are `THRESHOLDS x unit` (1 for a game, the pot for a poker spot)."""
     state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float32")
     if curve is None:
-        _, trace = cfrjax.solve(game, state, iterations, eval_every=eval_every)
+        _, trace = cfrjax.solve_with_trace(game, state, iterations, eval_every=eval_every)
         its = [int(i) for i in trace.iteration]
         eps = [float(e) for e in trace.exploitability]
     else:

@@ -3,9 +3,9 @@
 The spot (`--spot`) is `tests/test_depth_limited.py`'s (Ks Js Th 7d, pot 20, stack 60, three
 hands a player, bet 100%, no raise) or `turn97` (the same board, 97 hands, bets 50% and
 100%, one 2.5x raise, stack 100), cut below its river card with the stateful `exact` leaf
-function (`cfrjax.exact_leaf(whole, 100, warm=W)`). The cut game is solved (DCFR,
+function (`cfrjax.public.depth.exact_leaf(whole, 100, warm=W)`). The cut game is solved (DCFR,
 alternating, float64) in chunks of `--chunk` iterations; after each chunk
-`cfrjax.completed_policy` (the average trunk completed by the leaf strategies' reach-
+`cfrjax.public.depth.completed_policy` (the average trunk completed by the leaf strategies' reach-
 weighted average) is evaluated on the whole turn spot (float64 exploitability, % of the
 pot), beside the cut game's local exploitability (`cfrjax.evaluate`, chips). One JSONL
 record per (warm, iterations) goes to `bench/results/depth_completion.jsonl`.
@@ -55,13 +55,13 @@ def main(argv=None):
     whole = build_public(PokerSubgameSpec(**spot), hands="support")
     env = environment()
     for warm in args.warm:
-        cut = cfrjax.depth_limited(whole, cfrjax.exact_leaf(whole, 100, warm=warm))
+        cut = cfrjax.depth_limited(whole, cfrjax.public.depth.exact_leaf(whole, 100, warm=warm))
         state = cfrjax.init(cut, dtype="float64")
         t0 = time.perf_counter()
         records = []
         for k in range(1, args.chunks + 1):
             state = cfrjax.solve(cut, state, args.chunk)
-            e = float(cfrjax.exploitability(whole, cfrjax.completed_policy(cut, state, whole)))
+            e = float(cfrjax.exploitability(whole, cfrjax.public.depth.completed_policy(cut, state, whole)))
             local, _ = cfrjax.evaluate(cut, state)
             rec = dict(spot=args.spot, hands=whole.num_hands, warm=warm, iterations=k * args.chunk,
                        completed_pct_pot=100 * e / spot["pot"], local_chips=float(local),

@@ -83,7 +83,7 @@ def main():
     args = ap.parse_args()
     env = environment()
     for entry in select(load_suite(), args.games):
-        game = cfrjax.compile_game(build_spec(entry, args.specs))
+        game = cfrjax.compile.compile_game(build_spec(entry, args.specs))
         state = cfrjax.init(game, rule="cfr+", order="simultaneous", averaging="linear", dtype="float32")
         rec = dict(bench="profile", game=entry["name"], rule="cfr+", order="simultaneous", dtype="float32",
                    nodes=game.num_nodes, depth=game.depth, kernels_per_iteration=kernels_per_iteration(game, state),

@@ -53,7 +53,7 @@ def main():
     env = environment()
     records = []
     for short in args.games.split(","):
-        game = cfrjax.compile_game(load_spec(short, args.specs))
+        game = cfrjax.compile.compile_game(load_spec(short, args.specs))
         for rule in args.rules.split(","):
             for order in args.orders.split(","):
                 state = cfrjax.init(game, rule=rule, order=order, averaging="linear", dtype="float32")

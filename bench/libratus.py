@@ -41,7 +41,7 @@ def main():
         spec = build_spec(endgame) if args.form == "tabular" else None
         build_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        game = cfrjax.compile_game(spec) if args.form == "tabular" else build_public(endgame)
+        game = cfrjax.compile.compile_game(spec) if args.form == "tabular" else build_public(endgame)
         compile_game_s = time.perf_counter() - t0
         del spec
         plan = cfrjax.memory.memory_plan(game)

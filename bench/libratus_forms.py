@@ -128,7 +128,7 @@ def main(argv=None) -> int:
         return 0
 
     t0 = time.perf_counter()
-    tab = cfrjax.compile_game(build_spec(cfg))
+    tab = cfrjax.compile.compile_game(build_spec(cfg))
     build_s = time.perf_counter() - t0
     if tab.num_nodes != nodes:
         raise AssertionError(f"tabular form has {tab.num_nodes} nodes, estimated {nodes}")

@@ -53,9 +53,9 @@ def main(argv=None):
             combos = [(x, y, v) for x in a.layouts.split(",") for y in a.scans.split(",") for v in a.variants.split(",")]
             for layout, scan, variant in combos:
                 terminals._showdown_batch_first = VARIANTS[variant] or library_batch_first
-                plan = dataclasses.replace(cfrjax.resolve_plan(), batch_first_min_subgames=0 if layout == "batch_first"
+                plan = dataclasses.replace(cfrjax.plan.resolve_plan(), batch_first_min_subgames=0 if layout == "batch_first"
                                            else B + 1)
-                planned = cfrjax.use_plan(games, plan)
+                planned = cfrjax.plan.use(games, plan)
                 terminals.exclusive_prefix = (library_prefix if scan == "cumsum" else
                                               lambda x, cpu: library_prefix(x, True))
                 jax.clear_caches()   # the functions replaced above are not in jit's key

@@ -1,7 +1,7 @@
 """Batched full-range river spots in the public form: solves per minute on one device.
 
 B river spots share the tree of a spec (default `hunl_river_full`) and differ in their
-root ranges (uniform random weights per hand and player, `cfrjax.set_root_ranges` under
+root ranges (uniform random weights per hand and player, `cfrjax.poker.set_root_ranges` under
 `vmap` with `cfrjax.batch_axes`); `cfrjax.solve_batch` runs `--iterations` iterations of
 the default rule (DCFR alternating) or `--rule/--order`, float32. Timing: compile and
 first call, then the median of `--repeats` calls. Records (one per batch size) go to
@@ -37,7 +37,7 @@ def run(spot: str, B: int, iterations: int, repeats: int, rule: str, order: str,
     game = cfrjax.load_game(spot)
     rng = np.random.default_rng(seed)
     w0, w1 = rng.uniform(size=(2, B, 1326))
-    games = jax.vmap(cfrjax.set_root_ranges, (None, 0, 0), cfrjax.batch_axes(game))(game, w0, w1)
+    games = jax.vmap(cfrjax.poker.set_root_ranges, (None, 0, 0), cfrjax.batch_axes(game))(game, w0, w1)
     states = cfrjax.batch.init_batch(game, B, rule=rule, order=order, dtype="float32")
     t0 = time.perf_counter()
     out = jax.block_until_ready(cfrjax.solve_batch(games, states, iterations))

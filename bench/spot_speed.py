@@ -16,7 +16,7 @@ fills it, the next `--warm-runs` read it), DCFR alternating float32:
   machine), else as the Pallas one (`cuda_showdown` in each record says which);
 * `turn_kernels_pallas`: as `turn_kernels` with the CUDA showdown switched off.
 
-For each: build seconds, wall to the target (`solve(..., eval_every=10,
+For each: build seconds, wall to the target (`solve_with_trace(..., eval_every=10,
 target_exploitability=0.3% of the pot)` from the build's start, after imports and the
 backend's start with its memory pool, `backend_init_s`; `wall_with_backend_s` counts that start
 too), the iteration it stopped
@@ -58,7 +58,7 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     from kernel_profile import profile_run
 
     enable_compile_cache(cache)
-    auto = cfrjax.resolve_plan()
+    auto = cfrjax.plan.resolve_plan()
     off = {"showdown"} if variant == "sorted" else set()
     off |= set() if variant in ("turn_kernels", "turn_kernels_pallas") else {"turn"}
     plan = dataclasses.replace(auto, pallas=tuple(k for k in auto.pallas if k not in off),
@@ -70,11 +70,11 @@ def _worker(spot: str, variant: str, cache: str, profile: bool) -> dict:
     jax.block_until_ready(jax.device_put(0.0))
     t0 = time.perf_counter()
     game = build_public(load_poker_config(cfrjax.load.spec_path(spot)), terminals="dense" if variant == "dense" else "sorted")
-    game = cfrjax.use_plan(game, plan)
+    game = cfrjax.plan.use(game, plan)
     build_s = time.perf_counter() - t0
     state = cfrjax.init(game, rule="dcfr", order="alternating", dtype="float32")
     target = 0.003 * starting_pot(game)
-    _, trace = cfrjax.solve(game, state, eval_every=10, target_exploitability=target, max_iterations=1000)
+    _, trace = cfrjax.solve_with_trace(game, state, eval_every=10, target_exploitability=target, max_iterations=1000)
     wall = time.perf_counter() - t0
     rec = dict(game=spot, variant=variant, rule="dcfr", order="alternating", dtype="float32", build_s=build_s,
                import_s=t_init - t_start, backend_init_s=t0 - t_init, wall_to_target_s=wall,

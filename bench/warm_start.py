@@ -42,7 +42,7 @@ OUT = os.path.join(HERE, "results", "warm_start.jsonl")
 def to_target(game, state, target_chips: float, eval_every: int, max_iterations: int):
     """`(state, iterations run, seconds, exploitability reached)` of a target-driven solve."""
     t0 = time.perf_counter()
-    out, trace = cfrjax.solve(game, state, eval_every=eval_every, target_exploitability=target_chips,
+    out, trace = cfrjax.solve_with_trace(game, state, eval_every=eval_every, target_exploitability=target_chips,
                               max_iterations=max_iterations)
     jax.block_until_ready(out)
     seconds = time.perf_counter() - t0
@@ -51,11 +51,11 @@ def to_target(game, state, target_chips: float, eval_every: int, max_iterations:
 
 def changes(game):
     """`{name: (changed game, lock or None)}`."""
-    r0, r1 = cfrjax.root_ranges(game)
+    r0, r1 = cfrjax.poker.root_ranges(game)
     r0[np.flatnonzero(r0)[::3]] = 0.0
     key, _, _ = next(iter(game.labels.infoset_keys()))
     n_actions = len(game.labels.action_names[0])
-    return {"narrow": (cfrjax.set_root_ranges(game, r0, r1), None),
+    return {"narrow": (cfrjax.poker.set_root_ranges(game, r0, r1), None),
             "lock": (game, {key: [0.0] * (n_actions - 1) + [1.0]})}
 
 

@@ -1,9 +1,34 @@
 """cfrjax: CFR for two-player zero-sum games, compiled to static arrays and run in JAX.
 
 A game is compiled once into a *form* (`cfrjax.forms`): the tabular form (any game,
-`CompiledGame`) or, for poker subgames, the public-tree form (`PublicGame`, vectors over
-hands). Everything below works on either. `cfrjax.poker` holds what writing a poker spot
-in Python needs (`PokerSubgameSpec`, `parse_range`, bet-size strings, cards).
+`cfrjax.game.CompiledGame`) or, for poker subgames, the public-tree form
+(`cfrjax.public.PublicGame`, vectors over hands). Everything below works on either.
+
+The public API (`__all__`, under 40 names) is what a researcher or a poker player needs
+first, in the order they meet it:
+
+* a game: `load_game` (spec files, shipped spots, OpenSpiel, a `GameSpec`, saved games),
+  `save_game`, `GameSpec` and its `SpecError`;
+* a solve: `Config`, `Plan` (the implementation choices), `init`, `SolverState`, `step`,
+  `solve` (a state in, a state out), `solve_with_trace` (the same with evaluations: a
+  `(state, trace)` pair, the curve a `Trace`), `solve_chunks` (chunked, checkpointed, resumable), `warm_start`;
+* a policy and its quality: `average_policy`, `current_policy`, `evaluate`,
+  `exploitability`, `expected_value`, `best_response_values`, `save_policy`, `load_policy`;
+* changing a compiled game or a run: `set_payoffs`, `set_root_chance`, `lock`, `unlock`,
+  `save_checkpoint`, `load_checkpoint`, `CheckpointError`;
+* batches: `solve_batch`, `evaluate_batch`, `batch_axes`, `solve_sharded`;
+* poker: `depth_limited`, and the submodules that group the rest, each importable by
+  itself: `poker` (spots in Python: `PokerSubgameSpec`, `parse_range`, bet sizes, cards,
+  `set_root_ranges`), `batch`, `memory` (the memory plan and its guard), `datagen`
+  (training data) and `multihost`.
+
+Everything else is reachable from the module that defines it, by its full name (as optax
+and mctx keep their helpers in submodules): `cfrjax.checkpoint.checkpoint_info`,
+`cfrjax.driver.evaluate_values`, `cfrjax.compile.compile_game` (`load_game` takes a
+`GameSpec` too), `cfrjax.forms.form_name`, `cfrjax.plan.resolve_plan`, `cfrjax.plan.use`,
+`cfrjax.public.report.node_report`, `cfrjax.public.depth.exact_leaf`, `cfrjax.retarget.reset`,
+`cfrjax.games.openspiel.spec_from_openspiel`, ... Any submodule is an attribute
+(`cfrjax.forms`), imported on first use.
 
 Each public name is imported from the module that defines it on first use (PEP 562
 `__getattr__`), not by `import cfrjax`: importing JAX and the solver takes about a second,
@@ -28,43 +53,24 @@ if TYPE_CHECKING:
     from cfrjax import datagen
     from cfrjax import memory
     from cfrjax import multihost
-    from cfrjax import policy
-    from cfrjax import profile
-    from cfrjax import shard
     from cfrjax.games import poker
     from cfrjax.batch import batch_axes, evaluate_batch, solve_batch
-    from cfrjax.best_response import (best_response_value, best_response_values, exploitability,
-        expected_value, expected_values)
-    from cfrjax.certificate import CertificateError, value_certificate
-    from cfrjax.checkpoint import CheckpointError, checkpoint_info, load_checkpoint, save_checkpoint
-    from cfrjax.compile import compile_game
-    from cfrjax.compile_cache import enable_compile_cache
-    from cfrjax.driver import Chunk, SolveChunks, Trace, evaluate, evaluate_values, solve, solve_chunks
-    from cfrjax.forms import form_name, form_of
-    from cfrjax.game import CompiledGame, GameLabels, save_game
+    from cfrjax.best_response import best_response_values, exploitability, expected_value
+    from cfrjax.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+    from cfrjax.driver import Trace, evaluate, solve, solve_chunks, solve_with_trace
+    from cfrjax.game import save_game
     from cfrjax.iteration import step
     from cfrjax.load import load_game
     from cfrjax.locking import lock, unlock
-    from cfrjax.multihost import solve_batch_to_dir
-    from cfrjax.policy import average_policy, current_policy, uniform_policy
-    from cfrjax.public.depth import (LeafFunction, completed_policy, exact_leaf, exact_leaf_policy,
-        showdown_leaf)
-    from cfrjax.public.game import PublicGame
-    from cfrjax.public.report import NodeReport, load_report, node_report
-    from cfrjax.retarget import reset, set_payoffs, set_root_chance
-    from cfrjax.plan import Plan, resolve_plan
-    from cfrjax.plan import use as use_plan
+    from cfrjax.policy import average_policy, current_policy
+    from cfrjax.retarget import set_payoffs, set_root_chance
+    from cfrjax.plan import Plan
     from cfrjax.rules import Config
     from cfrjax.shard import solve_sharded
     from cfrjax.spec import GameSpec, SpecError
     from cfrjax.state import SolverState, init
-    from cfrjax.strategy import load_policy, save_policy, strategy_table
+    from cfrjax.strategy import load_policy, save_policy
     from cfrjax.warm import warm_start
-    from cfrjax.games.efg_file import read_efg, write_efg
-    from cfrjax.games.openspiel import from_openspiel_policy, spec_from_openspiel, to_openspiel_policy
-    from cfrjax.games.poker.config import PokerSubgameSpec
-    from cfrjax.games.poker.deals import root_ranges, set_root_ranges
-    from cfrjax.games.poker.ranges import parse_range
     from cfrjax.games.poker.depth import depth_limited
 
 
@@ -82,13 +88,21 @@ _API = _api_from_imports()
 __all__ = sorted(_API)
 
 
+def _submodule(package: str, name: str):
+    """The submodule `package.name`, imported on first use: the PEP 562 `__getattr__` of
+    `cfrjax`, `cfrjax.games` and `cfrjax.public`, so that a full name such as
+    `cfrjax.public.report.node_report` works after `import cfrjax`; else
+    `AttributeError`, as for any missing attribute."""
+    if name.startswith("__") or importlib.util.find_spec(f"{package}.{name}") is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return importlib.import_module(f"{package}.{name}")
+
+
 def __getattr__(name: str):
     """A public name, imported from its module on first use (then kept here), or any
     submodule (`cfrjax.forms`) by its name."""
     if name not in _API:
-        if name.startswith("__") or importlib.util.find_spec(f"{__name__}.{name}") is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        return importlib.import_module(f"{__name__}.{name}")
+        return _submodule(__name__, name)
     module, attribute = _API[name]
     parent = importlib.import_module(module)
     value = None if parent is sys.modules[__name__] else parent.__dict__.get(attribute)
@@ -99,4 +113,6 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    """The public names (what tab completion offers): not this file's imports (`ast`,
+    `sys`) nor submodules already imported (still attributes, by their names)."""
+    return sorted({name for name in globals() if name.startswith("__")} | set(__all__))

@@ -483,7 +483,7 @@ def _solve(args) -> dict:
     t0 = time.perf_counter()
     with _Status(f"building {args.game} ..."):
         game = _load_game_quietly(args.game, args.chance, args.form)
-        game = cfrjax.use_plan(game, args.plan)
+        game = cfrjax.plan.use(game, args.plan)
     build_s = time.perf_counter() - t0
     _say_plan(args, game.plan)
     pot = starting_pot(game)  # poker spots: exploitability also in % of the starting pot
@@ -564,12 +564,12 @@ def _solve(args) -> dict:
     expl, value = run.history[-1][2], run.history[-1][3]
     solve_s = run.solve_s - solve_before
 
-    meta = dict(game=game.name, form=cfrjax.form_name(game), rule=args.rule, order=args.order,
+    meta = dict(game=game.name, form=cfrjax.forms.form_name(game), rule=args.rule, order=args.order,
                 averaging=args.averaging, dtype=args.dtype, chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value)
     if pot is not None:
         meta.update(pot=pot, exploitability_pct_pot=100 * expl / pot)
     if cfrjax.forms.raked(game):  # not zero-sum: both players' values, and the expected rake
-        values = cfrjax.evaluate_values(game, state)
+        values = cfrjax.driver.evaluate_values(game, state)
         meta.update(values=[float(values[0]), float(values[1])], expected_rake=-float(values.sum()))
     if args.save_policy:
         policy = cfrjax.average_policy(game, state)
@@ -774,9 +774,9 @@ def _show_node(args, solution: list) -> None:
             raise ValueError(f"{flag} {path!r}: the file name must end with .{flag[2:]}")
     with _Status(f"building {args.source} ..."):
         game = _load_game_quietly(args.source, "folded", args.form)
-    if cfrjax.form_name(game) != "public":
+    if cfrjax.forms.form_name(game) != "public":
         raise ValueError(f"cfrjax show SPOT NODE reports hands at public nodes of a poker spot in the public form; "
-                         f"{args.source!r} is compiled to the {cfrjax.form_name(game)} form (for its information "
+                         f"{args.source!r} is compiled to the {cfrjax.forms.form_name(game)} form (for its information "
                          "sets: cfrjax solve GAME --save-policy P.json, then cfrjax show P.json INFOSET)")
     code = "" if args.where == "root" else args.where
     decision_node(game, code)            # an unknown node fails before any solving
@@ -787,7 +787,7 @@ def _show_node(args, solution: list) -> None:
         origin = f"checkpoint {args.checkpoint} ({state.config.rule} {state.config.order}, iteration " \
                  f"{int(state.iteration)})"
         # the solve's own evaluation of this iteration, if its history holds one (cfrjax solve --checkpoint)
-        last = (cfrjax.checkpoint_info(args.checkpoint).get("extra") or {}).get("history") or [[None]]
+        last = (cfrjax.checkpoint.checkpoint_info(args.checkpoint).get("extra") or {}).get("history") or [[None]]
         expl = last[-1][2] if last[-1][0] == int(state.iteration) else float(cfrjax.evaluate(game, state)[0])
     elif args.policy is not None:
         policy = cfrjax.load_policy(args.policy, game)
@@ -802,7 +802,7 @@ def _show_node(args, solution: list) -> None:
     else:
         state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
         with _Status(f"solving {args.iterations} iterations ..."):
-            state, trace = cfrjax.solve(game, state, args.iterations, eval_every=args.iterations)
+            state, trace = cfrjax.solve_with_trace(game, state, args.iterations, eval_every=args.iterations)
             policy = cfrjax.average_policy(game, state)
         origin = f"solved here: {args.iterations} iterations, {args.rule} {args.order} {args.dtype}"
         expl = float(trace.exploitability[-1])

@@ -62,7 +62,7 @@ TARGET_EVAL_GROWTH = 1.25
 
 
 def target_reached(exploitability, target):
-    """The stop rule of every target-driven solve (`solve`, `solve_chunks`, `cfrjax solve
+    """The stop rule of every target-driven solve (`solve_with_trace`, `solve_chunks`, `cfrjax solve
     --target`, `solve-batch --target`): an evaluation at or below the target. Works on
     floats and arrays (a batch's `[B]` exploitabilities against a target)."""
     return exploitability <= target
@@ -211,7 +211,8 @@ def _solve(game, state, iterations, eval_every):
 
 
 def lower_solve(game, state: SolverState, iterations: int, eval_every: int | None = None):
-    """The executable `solve(game, state, iterations, eval_every=...)` runs, lowered (its
+    """The executable `solve(game, state, iterations)` (`eval_every=None`) or
+    `solve_with_trace(game, state, iterations, eval_every=...)` runs, lowered (its
     idle locks dropped, `drop_idle_locks`): to compile ahead of time or read its HLO."""
     return _solve.lower(game, drop_idle_locks(state)[0], iterations, eval_every)
 
@@ -229,21 +230,50 @@ def _chunk(game, state, iterations):
     return run_steps(game, state, iterations)
 
 
-def solve(game, state: SolverState, iterations: int | None = None, *,
-          eval_every: int | None = None, target_exploitability: float | None = None,
-          max_iterations: int | None = None, check_memory: bool = True):
-    """Run CFR iterations in compiled executables.
+def solve(game, state: SolverState, iterations: int, *, check_memory: bool = True) -> SolverState:
+    """Run `iterations` CFR iterations in one compiled executable (a `lax.scan` of `step`).
+
+    A state in, a state out, as `step`, whatever the arguments: traceable, so
+    `jax.jit(lambda g, s: cfrjax.solve(g, s, 100))` and `jax.vmap` over a batch work (as
+    `solve_batch`). The exploitability curve, or a stop at a target exploitability, is
+    `solve_with_trace`; a chunked, checkpointed run is `solve_chunks`.
+
+    Args:
+      game: the compiled game (any form, `cfrjax.forms`).
+      state: the state to continue from (its config selects the rule).
+      iterations: number of iterations (a Python int >= 0; one executable per value).
+      check_memory: first check the memory plan against the device's free memory
+        (`cfrjax.memory.guard`; raises `cfrjax.memory.MemoryPlanError` stating both).
+
+    Returns:
+      The `SolverState` after `iterations` more iterations.
+    """
+    if not isinstance(iterations, int) or iterations < 0:
+        raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
+    if check_memory:
+        guard(game, state)
+    state, locks = drop_idle_locks(state)
+    return restore_locks(_solve(game, state, iterations, None)[0], locks)
+
+
+def solve_with_trace(game, state: SolverState, iterations: int | None = None, *, eval_every: int | None = None,
+                     target_exploitability: float | None = None, max_iterations: int | None = None,
+                     check_memory: bool = True) -> tuple[SolverState, Trace]:
+    """Run CFR iterations and evaluate the average policy along the way: always the pair
+    `(state, trace)`. Runs on the host (it reads evaluations back), so not under
+    `jax.jit`; the iterations are those of `solve`, bit for bit.
 
     Two modes:
-      * fixed: `solve(game, state, iterations[, eval_every=K])` runs exactly `iterations`
-        in one executable (evaluations inside it).
-      * target-driven: `solve(game, state, target_exploitability=eps, max_iterations=N[,
-        eval_every=K])` runs chunks of K scanned iterations, evaluating the average
-        policy after each and after the `N`-th iteration (the cap; a last, shorter chunk
-        when K does not divide N); without K, chunks of `TARGET_EVAL_EVERY` evaluated on
-        the schedule of `target_evaluations`. It stops at the first evaluation at or
-        below `eps` (`target_reached`), else at the cap. The chunk and the evaluation
-        are two executables, compiled side by side
+      * fixed: `solve_with_trace(game, state, iterations[, eval_every=K])` runs exactly
+        `iterations` in one executable, evaluations inside it every K iterations and
+        after the last (default: once, after the last).
+      * target-driven: `solve_with_trace(game, state, target_exploitability=eps,
+        max_iterations=N[, eval_every=K])` runs chunks of K scanned iterations,
+        evaluating the average policy after each and after the `N`-th iteration (the cap;
+        a last, shorter chunk when K does not divide N); without K, chunks of
+        `TARGET_EVAL_EVERY` evaluated on the schedule of `target_evaluations`. It stops at
+        the first evaluation at or below `eps` (`target_reached`), else at the cap. The
+        chunk and the evaluation are two executables, compiled side by side
         (`cfrjax.xla_options.compile_concurrently`; the last chunk, when shorter, only if
         it runs), and the host reads each evaluation before it runs the next chunk. The
         same rule, schedule (counted from `state`'s iteration) and programs as
@@ -252,64 +282,61 @@ def solve(game, state: SolverState, iterations: int | None = None, *,
     Args:
       game: the compiled game (any form, `cfrjax.forms`).
       state: the state to continue from (its config selects the rule).
-      iterations: number of iterations (a Python int; one executable per value); `None`
-        in target-driven mode.
-      eval_every: if given, also evaluate the average policy's exploitability and value
-        every `eval_every` iterations (and after the last one), inside the executable;
-        target-driven: the evaluation cadence (default: `target_evaluations`' schedule).
+      iterations: number of iterations (a positive Python int; one executable per value);
+        `None` in target-driven mode.
+      eval_every: evaluate the average policy's exploitability and value every
+        `eval_every` iterations (and after the last one); target-driven: the evaluation
+        cadence (default: `target_evaluations`' schedule).
       target_exploitability: stop threshold in the game's unit (chips for poker: x% of
         the pot is `cfrjax.games.poker.pot.target_chips("x%", game)`), a number >= 0
         (target-driven mode; needs `max_iterations`).
       max_iterations: iteration cap of the target-driven mode (a positive int).
-      check_memory: first check the memory plan against the device's free memory
-        (`cfrjax.memory.guard`; raises `cfrjax.memory.MemoryPlanError` stating both).
+      check_memory: as `solve`.
 
     Returns:
-      The new state; with `eval_every`, the pair `(state, trace)` where `trace` is a
-      `Trace` of `[K]` arrays. In target-driven mode the trace holds only the
-      evaluations actually run (`trace.iteration` holds the state's iteration counter
-      at each, so `trace.iteration[-1]` is the iteration it stopped at); the returned
-      state is the one at the stopping evaluation.
+      `(state, trace)`: the new state and a `Trace` of `[K]` arrays, one row per
+      evaluation (`trace.iteration` holds the state's iteration counter at each). In
+      target-driven mode the trace holds only the evaluations actually run
+      (`trace.iteration[-1]` is the iteration it stopped at) and the state is the one at
+      the stopping evaluation.
     """
-    if check_memory:
-        guard(game, state)
-    state, locks = drop_idle_locks(state)
-    if target_exploitability is not None or max_iterations is not None:
+    if eval_every is not None and (not isinstance(eval_every, int) or eval_every <= 0):
+        raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
+    target_mode = target_exploitability is not None or max_iterations is not None
+    if target_mode:
         if iterations is not None:
             raise ValueError("give either iterations or target_exploitability/max_iterations, not both")
         if target_exploitability is None or max_iterations is None:
             raise ValueError("target-driven solving needs target_exploitability and max_iterations")
         if not isinstance(max_iterations, int) or max_iterations <= 0:
             raise ValueError(f"max_iterations must be a positive int, got {max_iterations!r}")
-        if eval_every is not None and (not isinstance(eval_every, int) or eval_every <= 0):
-            raise ValueError(f"eval_every must be a positive int, got {eval_every!r}")
         target = _target(target_exploitability)
-        every = min(eval_every or TARGET_EVAL_EVERY, max_iterations)
-        with jax.enable_x64(True):  # the evaluation (only) runs in float64
-            evaluate_, chunk = xla_options.compile_concurrently(
-                [(_evaluate_jit, (game, state)), (_chunk, (game, state, every))])
-            rows, done = [], 0
-            for point in target_evaluations(max_iterations, eval_every):
-                while done < point:
-                    size = min(every, point - done)
-                    state = chunk(game, state, every) if size == every else _chunk(game, state, size)
-                    done += size
-                rows.append(jax.device_get((state.iteration, *evaluate_(game, state))))
-                if target_reached(rows[-1][1], target):
-                    break
-        its, es, vs = (np.asarray(c) for c in zip(*rows))
-        return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs))
-    if iterations is None:
+    elif iterations is None:
         raise ValueError("iterations is required unless target_exploitability and max_iterations are given")
-    if not isinstance(iterations, int) or iterations < 0:
-        raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
-    if eval_every is not None and (not isinstance(eval_every, int) or eval_every <= 0):
-        raise ValueError(f"eval_every must be a positive int or None, got {eval_every!r}")
-    if eval_every is None:
-        return restore_locks(_solve(game, state, iterations, None)[0], locks)
+    elif not isinstance(iterations, int) or iterations <= 0:
+        raise ValueError(f"iterations must be a positive int, got {iterations!r}")
+    if check_memory:
+        guard(game, state)
+    state, locks = drop_idle_locks(state)
+    if not target_mode:
+        with jax.enable_x64(True):  # the evaluation (only) runs in float64
+            state, trace = _solve(game, state, iterations, eval_every or iterations)
+            return restore_locks(state, locks), _host(trace)
+    every = min(eval_every or TARGET_EVAL_EVERY, max_iterations)
     with jax.enable_x64(True):  # the evaluation (only) runs in float64
-        state, trace = _solve(game, state, iterations, eval_every)
-        return restore_locks(state, locks), _host(trace)
+        evaluate_, chunk = xla_options.compile_concurrently(
+            [(_evaluate_jit, (game, state)), (_chunk, (game, state, every))])
+        rows, done = [], 0
+        for point in target_evaluations(max_iterations, eval_every):
+            while done < point:
+                size = min(every, point - done)
+                state = chunk(game, state, every) if size == every else _chunk(game, state, size)
+                done += size
+            rows.append(jax.device_get((state.iteration, *evaluate_(game, state))))
+            if target_reached(rows[-1][1], target):
+                break
+    its, es, vs = (np.asarray(c) for c in zip(*rows))
+    return restore_locks(state, locks), _host(Trace(iteration=its, exploitability=es, value=vs))
 
 
 def _host(trace: Trace, k: int | None = None) -> Trace:
@@ -479,7 +506,7 @@ class SolveChunks:
 
     def _run(self, iterations: int) -> SolverState:
         """`iterations` more from `state`: `solve`'s executable, or with a target the
-        chunk executable of `solve`'s target mode (the same program as the Python API's)."""
+        chunk executable of `solve_with_trace`'s target mode (the same program as the Python API's)."""
         if self.target is None:
             return solve(self.game, self.state, iterations, check_memory=False)
         state, locks = drop_idle_locks(self.state)
@@ -537,11 +564,11 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
       extra: JSON-able data stored in the checkpoint beside the history.
       check_memory: check the memory plan first (`cfrjax.memory.guard`).
       target: stop at the first evaluation at or below this exploitability (the game's
-        unit, a number >= 0; `target_reached`, the rule of `solve`'s target mode), with
+        unit, a number >= 0; `target_reached`, the rule of `solve_with_trace`'s target mode), with
         `iterations` the cap; evaluations every `eval_every`, else on
         `target_evaluations`' schedule (chunks of `TARGET_EVAL_EVERY`), the checkpoint
         saved at each by default; chunks and schedule count from `state`'s iteration
-        (a warm start's), as `solve`'s target mode. The checkpoint keeps the target: resuming one written with a
+        (a warm start's), as `solve_with_trace`'s target mode. The checkpoint keeps the target: resuming one written with a
         target needs a target again, and a run resumed at an evaluation that meets it
         runs nothing (`reached` is its iteration, `points` empty).
 

@@ -36,7 +36,7 @@ and its form module provides the passes:
     (player 0's), `expected_values(game, policy) -> [2]` (both players'); optionally
     `evaluation(game, policy) -> (best_response_values, expected_values)` from one sweep
     (`cfrjax.best_response.exploitability_and_value` uses it where given);
-  `strategy_rows(game, policy)`: the rows of `cfrjax.strategy_table`;
+  `strategy_rows(game, policy)`: the rows of `cfrjax.strategy.strategy_table`;
   `infosets(game)`: `(key, player, action names, index)` per information set, `index`
     selecting its entries in slot arrays (policy files, locking by key);
   `scratch_elements(game, order) -> dict`: per-iteration buffers for the memory plan;

@@ -73,7 +73,7 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
         tabular form entry by entry, tested) and to the tabular form on request (one tree
         copy per deal, the paper's construction); every other source has only the tabular
         form.
-      chance: `"folded"` or `"explicit"`, see `cfrjax.compile_game` (tabular form only;
+      chance: `"folded"` or `"explicit"`, see `cfrjax.compile.compile_game` (tabular form only;
         ignored for saved files, which keep the mode they were compiled with).
       check_memory: a poker spec is first sized from its betting tree
         (`cfrjax.games.poker.public_tree.check_public_fits`, or for the tabular form

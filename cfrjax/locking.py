@@ -37,7 +37,7 @@ def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) ->
     """Return `state` with the strategy at the given information sets fixed.
 
     Args:
-      game: the compiled game (any form; keys as in `cfrjax.strategy_table`).
+      game: the compiled game (any form; keys as in `cfrjax.strategy.strategy_table`).
       state: the solver state (locks already present are kept unless overridden).
       strategies: information-set key -> action probabilities, in the set's action order
         (`game.labels.action_names`).

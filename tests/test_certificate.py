@@ -42,14 +42,14 @@ def openspiel_cfr_plus(name, iterations):
 @pytest.mark.parametrize("name,iters,os_iters", cases([("kuhn_poker", 300, 100), ("leduc_poker", 300, 20)], ["kuhn_poker"],
                                                                key=lambda c: c[0], unpack=True))
 def test_certificate_holds_cfrjax_vs_openspiel(name, iters, os_iters):
-    spec = cfrjax.spec_from_openspiel(name)
+    spec = cfrjax.games.openspiel.spec_from_openspiel(name)
     rows = value_certificate({"cfrjax": cfrjax_result(spec, iters), "openspiel-cpp-cfr+": openspiel_cfr_plus(name, os_iters)})
     assert len(rows) == 1 and rows[0]["ok"] and rows[0]["used"] < 1.0
     assert "| cfrjax | openspiel-cpp-cfr+ |" in format_table(rows)
 
 
 def test_certificate_catches_mislabeled_export(tmp_path):
-    spec = cfrjax.spec_from_openspiel("kuhn_poker")
+    spec = cfrjax.games.openspiel.spec_from_openspiel("kuhn_poker")
     # Appendix-E labelling bug: at one member of P1's set "2b" (King facing a bet) the labels are listed
     # in reverse order; read positionally (as LiteEFG would), it is another game.
     write_efg(spec, tmp_path / "bad.efg", mislabel_infoset=spec.infoset_keys.index("2b"))

@@ -132,7 +132,7 @@ def test_resume_from_halfway_is_bitwise_identical(kuhn, kwargs, tmp_path):
     # a float32 solve's compensation (float32 on CPU, bfloat16 on a GPU) read back in this platform's dtype
     assert loaded.avg_comp.dtype == half.avg_comp.dtype == compensation_dtype(state.config.dtype)
     assert_bitwise_equal(cfrjax.solve(kuhn, loaded, 40), full)
-    info = cfrjax.checkpoint_info(path)
+    info = cfrjax.checkpoint.checkpoint_info(path)
     assert info["iteration"] == 40 and info["extra"] == {"note": "halfway"} and info["config"] == state.config
 
 
@@ -143,7 +143,7 @@ def test_batch_of_states_round_trips(kuhn, tmp_path):
                                  iteration=np.array([1, 2, 3], np.int32))
     cfrjax.save_checkpoint(tmp_path / "b.ckpt", kuhn, states)
     assert_bitwise_equal(cfrjax.load_checkpoint(tmp_path / "b.ckpt", kuhn), states)
-    assert cfrjax.checkpoint_info(tmp_path / "b.ckpt")["iteration"] == 3
+    assert cfrjax.checkpoint.checkpoint_info(tmp_path / "b.ckpt")["iteration"] == 3
 
 
 def test_truncated_or_corrupt_checkpoint_is_a_clear_error(kuhn, tmp_path):
@@ -218,26 +218,26 @@ def test_policy_files_round_trip_exactly(kuhn, tmp_path):
 
 
 def test_strategy_table(kuhn):
-    policy = cfrjax.uniform_policy(kuhn)
-    rows = cfrjax.strategy_table(kuhn, policy)
+    policy = cfrjax.policy.uniform_policy(kuhn)
+    rows = cfrjax.strategy.strategy_table(kuhn, policy)
     assert len(rows) == kuhn.num_slots
     assert rows[0] == {"infoset": "0", "player": 0, "action": "Pass", "probability": 0.5}
     assert {r["player"] for r in rows} == {0, 1}
-    assert cfrjax.strategy_table(kuhn, policy, min_probability=0.6) == []
+    assert cfrjax.strategy.strategy_table(kuhn, policy, min_probability=0.6) == []
 
 
 def test_strategy_table_poker_rows_have_hand_and_history():
     from cfrjax.games.poker import PokerSubgameSpec, build_spec
     game = cfrjax.load_game(build_spec(PokerSubgameSpec(board="Ks Js Th 7d 2c", pot=20, stack=100,
                                                         bet_fractions=(1.0,), range0="AA", range1="QQ")))
-    rows = cfrjax.strategy_table(game, cfrjax.uniform_policy(game))
+    rows = cfrjax.strategy.strategy_table(game, cfrjax.policy.uniform_policy(game))
     assert len(rows) == game.num_slots
     assert {"infoset", "player", "action", "probability", "hand", "history"} <= set(rows[0])
     assert rows[0]["history"] == "" and rows[0]["hand"] in rows[0]["infoset"]
 
 
 def test_show_prints_action_probabilities(kuhn, tmp_path, capsys):
-    policy = cfrjax.uniform_policy(kuhn)
+    policy = cfrjax.policy.uniform_policy(kuhn)
     path = tmp_path / "p.npz"
     cfrjax.save_policy(path, kuhn, policy)
     assert cli.main(["show", str(path), "1pb"]) == 0
@@ -289,7 +289,7 @@ def test_cli_sigterm_then_resume_equals_uninterrupted_run(leduc):
     assert run["saved"], run["stderr"]
     assert run["returncode"] == 128 + signal.SIGTERM, run["stderr"]
     assert "stopped by SIGTERM" in run["stderr"] and "Traceback" not in run["stderr"]
-    stopped_at = cfrjax.checkpoint_info(run["stopped"])["iteration"]
+    stopped_at = cfrjax.checkpoint.checkpoint_info(run["stopped"])["iteration"]
     assert 500 <= stopped_at < 3000
 
     resumed = run["resumed"]

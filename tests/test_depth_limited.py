@@ -53,8 +53,8 @@ def test_leaf_inputs_contract(street, request):
     def spy(inputs, r0, r1):
         jax.debug.callback(lambda i, a, b: seen.update(inputs=i, r0=a, r1=b), inputs, r0, r1)
         return jnp.zeros_like(r0), jnp.zeros_like(r1)
-    cut = cfrjax.depth_limited(whole, cfrjax.LeafFunction(spy, name="spy"))
-    jax.block_until_ready(cfrjax.expected_value(cut, cfrjax.uniform_policy(cut)))
+    cut = cfrjax.depth_limited(whole, cfrjax.public.depth.LeafFunction(spy, name="spy"))
+    jax.block_until_ready(cfrjax.expected_value(cut, cfrjax.policy.uniform_policy(cut)))
     x = jax.tree.map(np.asarray, seen["inputs"])
     r0, r1 = np.asarray(seen["r0"]), np.asarray(seen["r1"])
     R, B = cut.num_roots, cut.num_boards
@@ -87,7 +87,7 @@ def test_leaf_inputs_contract(street, request):
     assert float(x["chance"]) == pytest.approx(chance)
     if street == "flop":   # the exact leaf solves turn spots' rivers only
         with pytest.raises(ValueError, match="only a turn spot"):
-            cfrjax.exact_leaf(whole)
+            cfrjax.public.depth.exact_leaf(whole)
 
 
 def test_leaf_function_is_traced_a_fixed_number_of_times(whole):
@@ -95,8 +95,8 @@ def test_leaf_function_is_traced_a_fixed_number_of_times(whole):
 
     def counted(inputs, r0, r1):
         calls.append(1)
-        return cfrjax.showdown_leaf(whole).fn(inputs, r0, r1)
-    leaf = cfrjax.LeafFunction(counted, cfrjax.showdown_leaf(whole).data, "counted")
+        return cfrjax.public.depth.showdown_leaf(whole).fn(inputs, r0, r1)
+    leaf = cfrjax.public.depth.LeafFunction(counted, cfrjax.public.depth.showdown_leaf(whole).data, "counted")
     cut = cfrjax.depth_limited(whole, leaf)
     state = cfrjax.solve(cut, cfrjax.init(cut, dtype="float64"), 5)
     first = len(calls)
@@ -109,7 +109,7 @@ def test_leaf_function_is_traced_a_fixed_number_of_times(whole):
 @pytest.mark.parametrize("leaf", ["showdown", pytest.param("exact", marks=pytest.mark.slow)])
 def test_solve_batch_equals_separate_solves(whole, leaf):
     """8 spots (ranges) in one batch; `exact`: the stateful leaf, its state batched too."""
-    fn = cfrjax.showdown_leaf if leaf == "showdown" else (lambda g: cfrjax.exact_leaf(g, 20, warm=2))
+    fn = cfrjax.public.depth.showdown_leaf if leaf == "showdown" else (lambda g: cfrjax.public.depth.exact_leaf(g, 20, warm=2))
     cut = cfrjax.depth_limited(whole, fn)
     n = 8
     rng = np.random.default_rng(3)
@@ -132,11 +132,11 @@ def test_exact_leaf_value_within_the_bound(whole):
     values within NashConv_cut + NashConv_whole + the leaf solves' NashConv (all in chips)."""
     sw = cfrjax.solve(whole, cfrjax.init(whole, dtype="float64"), 300)
     e_w, v_w = cfrjax.evaluate(whole, sw)
-    leaf = cfrjax.exact_leaf(whole, 100)
+    leaf = cfrjax.public.depth.exact_leaf(whole, 100)
     cut = cfrjax.depth_limited(whole, leaf)
     sc = cfrjax.solve(cut, cfrjax.init(cut, dtype="float64"), 60)
     e_c, v_c = cfrjax.evaluate(cut, sc)
-    full, nc_leaf = cfrjax.exact_leaf_policy(cut, cfrjax.average_policy(cut, sc), leaf, whole)
+    full, nc_leaf = cfrjax.public.depth.exact_leaf_policy(cut, cfrjax.average_policy(cut, sc), leaf, whole)
     assert 0 <= float(nc_leaf) < 0.1
     assert abs(v_c - v_w) <= 2 * e_c + 2 * e_w + float(nc_leaf)
     # the completed profile is a whole-game profile: its exploitability is finite and its
@@ -148,7 +148,7 @@ def test_exact_leaf_value_within_the_bound(whole):
 def cfrd(whole):
     """A CFR-D solve of the cut game (stateful `exact` leaves, 3 warm-started DCFR iterations
     per pass): the cut game, the state after 100 and after 200 iterations."""
-    cut = cfrjax.depth_limited(whole, cfrjax.exact_leaf(whole, 100, warm=3))
+    cut = cfrjax.depth_limited(whole, cfrjax.public.depth.exact_leaf(whole, 100, warm=3))
     s100 = cfrjax.solve(cut, cfrjax.init(cut, dtype="float64"), 100)
     return cut, s100, cfrjax.solve(cut, s100, 100)
 
@@ -196,19 +196,19 @@ def test_completed_profile_exploitability_falls_below_half_a_percent_of_the_pot(
     <= 0.5% of the pot after 200 (measured: 0.47% after 100, 0.24% after 200)."""
     cut, s100, s200 = cfrd
     pot = 20.0
-    e100, e200 = (float(cfrjax.exploitability(whole, cfrjax.completed_policy(cut, s, whole))) for s in (s100, s200))
+    e100, e200 = (float(cfrjax.exploitability(whole, cfrjax.public.depth.completed_policy(cut, s, whole))) for s in (s100, s200))
     assert e200 < e100
     assert 100 * e200 / pot <= 0.5
     with pytest.raises(ValueError, match="leaf function's state"):
         cfrjax.save_checkpoint("unused.npz", cut, s200)
     with pytest.raises(ValueError, match="both init and update"):
-        cfrjax.LeafFunction(lambda i, a, b: (a, b), init=lambda i, d: None)
+        cfrjax.public.depth.LeafFunction(lambda i, a, b: (a, b), init=lambda i, d: None)
 
 
 def _by_code(cut, game, policy):
     """A cut game's policy written into `game`'s layout at the information sets of the same
     public node code (the others uniform)."""
-    full = np.asarray(cfrjax.uniform_policy(game)).copy()
+    full = np.asarray(cfrjax.policy.uniform_policy(game)).copy()
     codes, start = list(game.labels.node_codes), game.labels.node_slot_start
     for i, code in enumerate(cut.labels.node_codes):
         a, b = cut.labels.node_slot_start[i], cut.labels.node_slot_start[i + 1]
@@ -227,7 +227,7 @@ def test_showdown_leaf_is_the_spot_without_later_betting(street, request):
     whole = request.getfixturevalue("whole" if street == "turn" else "flop")
     betting = {"bet": "100%", **{s: {"bet": ""} for s in later}}
     nobet = build_public(PokerSubgameSpec(**dict(spot, raise_cap=0), betting=betting), hands="support")
-    cut = cfrjax.depth_limited(whole, cfrjax.showdown_leaf)
+    cut = cfrjax.depth_limited(whole, cfrjax.public.depth.showdown_leaf)
     assert cut.depth_limited and cut.num_slots == 8 and cut.num_infosets == 4
     assert (cut.num_boards, cut.num_roots) == ((48, 3) if street == "turn" else (49, 3))
     assert cut.labels.node_codes == ("", "k.b20", "k", "b20")

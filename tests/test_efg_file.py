@@ -23,11 +23,11 @@ def assert_same_compiled(a, b):
 
 @pytest.fixture(scope="module")
 def leduc_spec():
-    return cfrjax.spec_from_openspiel("leduc_poker")
+    return cfrjax.games.openspiel.spec_from_openspiel("leduc_poker")
 
 
 def test_round_trip_kuhn(tmp_path):
-    spec = cfrjax.spec_from_openspiel("kuhn_poker")
+    spec = cfrjax.games.openspiel.spec_from_openspiel("kuhn_poker")
     write_efg(spec, tmp_path / "kuhn.efg")
     assert_same_compiled(spec, read_efg(tmp_path / "kuhn.efg"))
 
@@ -47,7 +47,7 @@ def test_round_trip_hunl_river(tmp_path):
 
 
 def test_file_layout_is_what_liteefg_parses(tmp_path):
-    spec = cfrjax.spec_from_openspiel("kuhn_poker")
+    spec = cfrjax.games.openspiel.spec_from_openspiel("kuhn_poker")
     write_efg(spec, tmp_path / "kuhn.efg")
     lines = (tmp_path / "kuhn.efg").read_text().split("\n")
     assert lines[-1] == ""  # ends in a newline
@@ -62,7 +62,7 @@ def test_file_layout_is_what_liteefg_parses(tmp_path):
 
 
 def test_mislabeled_member_is_rejected(tmp_path):
-    spec = cfrjax.spec_from_openspiel("kuhn_poker")
+    spec = cfrjax.games.openspiel.spec_from_openspiel("kuhn_poker")
     write_efg(spec, tmp_path / "bad.efg", mislabel_infoset=spec.infoset_keys.index("1p"))
     with pytest.raises(SpecError, match="lists actions"):
         read_efg(tmp_path / "bad.efg")
@@ -94,4 +94,4 @@ def test_reads_foreign_file_with_singletons_and_unnormalized_chance(tmp_path):
     assert spec.infoset_keys[1].startswith("singleton:")
     assert spec.chance_prob[spec.parent == 0].sum() == pytest.approx(1.0, abs=1e-15)  # renormalized
     game = cfrjax.load_game(spec)
-    assert float(cfrjax.expected_value(game, cfrjax.uniform_policy(game))) == pytest.approx(1 / 6 + 1.0, rel=1e-6)
+    assert float(cfrjax.expected_value(game, cfrjax.policy.uniform_policy(game))) == pytest.approx(1 / 6 + 1.0, rel=1e-6)

@@ -56,7 +56,7 @@ def _no_solving(monkeypatch):
         raise AssertionError("solved or evaluated")
     for name in cfrjax.__all__:  # the whole API imported first: a module first imported while the patch
         getattr(cfrjax, name)    # holds would keep `boom` (`from cfrjax.driver import evaluate`) after it
-    for name in ("solve", "solve_chunks", "evaluate", "exploitability", "average_policy"):
+    for name in ("solve", "solve_with_trace", "solve_chunks", "evaluate", "exploitability", "average_policy"):
         monkeypatch.setattr(cfrjax, name, boom)
     monkeypatch.setattr(driver, "evaluate", boom)
 
@@ -72,8 +72,8 @@ def test_json_size_estimate_is_close(river, tmp_path):
     kuhn = cfrjax.load_game("kuhn_poker")
     leduc = cfrjax.load_game("leduc_poker")
     rng = np.random.default_rng(0)
-    for g, p in ((game, policy), (kuhn, cfrjax.uniform_policy(kuhn)),
-                 (leduc, np.asarray(cfrjax.uniform_policy(leduc)) * rng.uniform(0.5, 1.5, leduc.slot_shape))):
+    for g, p in ((game, policy), (kuhn, cfrjax.policy.uniform_policy(kuhn)),
+                 (leduc, np.asarray(cfrjax.policy.uniform_policy(leduc)) * rng.uniform(0.5, 1.5, leduc.slot_shape))):
         path = cfrjax.save_policy(tmp_path / "p.json", g, p)
         assert 0.75 < strategy.json_size(g) / os.path.getsize(path) < 1.25, g.name
 
@@ -105,7 +105,7 @@ def test_policy_name_without_extension_gets_the_forms_default(river, tmp_path):
     assert written == str(tmp_path / "spot.npz") and strategy.is_policy_file(written)
     np.testing.assert_array_equal(np.asarray(cfrjax.load_policy(written, game)), policy)
     kuhn = cfrjax.load_game("kuhn_poker")
-    assert cfrjax.save_policy(tmp_path / "kuhn", kuhn, cfrjax.uniform_policy(kuhn)) == str(tmp_path / "kuhn.json")
+    assert cfrjax.save_policy(tmp_path / "kuhn", kuhn, cfrjax.policy.uniform_policy(kuhn)) == str(tmp_path / "kuhn.json")
     with pytest.raises(ValueError, match=r"must end with \.json or \.npz"):
         cfrjax.save_policy(tmp_path / "spot.csv", game, policy)
 
@@ -149,7 +149,7 @@ def _saves(tmp_path, step_s, **kwargs):
     run = cfrjax.solve_chunks(kuhn, cfrjax.init(kuhn), 50, eval_every=10, checkpoint=path, clock=clock, **kwargs)
     rows = []
     for chunk in run:
-        rows.append((chunk.iteration, chunk.saved, cfrjax.checkpoint_info(path)["iteration"] if path.exists() else None))
+        rows.append((chunk.iteration, chunk.saved, cfrjax.checkpoint.checkpoint_info(path)["iteration"] if path.exists() else None))
         clock.now += step_s
     return rows
 
@@ -171,7 +171,7 @@ def test_checkpoint_cadence_is_time_based_by_default(tmp_path):
     run = cfrjax.solve_chunks(kuhn, cfrjax.init(kuhn), 50, eval_every=10, checkpoint=tmp_path / "s.ckpt")
     assert not next(iter(run)).saved
     run.save()
-    assert cfrjax.checkpoint_info(tmp_path / "s.ckpt")["iteration"] == 10
+    assert cfrjax.checkpoint.checkpoint_info(tmp_path / "s.ckpt")["iteration"] == 10
 
 
 def test_cli_checkpoint_cadence(river, tmp_path, monkeypatch):

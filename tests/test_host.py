@@ -59,7 +59,7 @@ def test_build_init_and_stack_compile_one_program(compiles):
     program (compiled here unless an earlier test of this process made it for these shapes)."""
     spec = random_spec(5, depth=3)
     with compiles() as log:
-        game = cfrjax.compile_game(spec)
+        game = cfrjax.compile.compile_game(spec)
         init_batch(game, 3, rule="dcfr", dtype="float32")
     assert set(log.names) <= {"jit(_stacked)"} and len(log.names) == len(set(log.names)), log.names
 

@@ -150,14 +150,14 @@ def test_kernel_equals_the_xla_passes(name, monkeypatch):
     for form in kernel.forms:
         assert form == "public" and not dtype_skip     # every kernel runs the public form only
         game = build()
-        xla = cfrjax.resolve_plan(game, choice="xla")
+        xla = cfrjax.plan.resolve_plan(game, choice="xla")
         calls = _spy(monkeypatch, kernel)
-        want = exercise(cfrjax.use_plan(game, xla), dtype)
+        want = exercise(cfrjax.plan.use(game, xla), dtype)
         assert not calls, f"{name} ran under the xla plan"
         plan = kernel.enabled(xla, interpret=not on_device)
         if on_device:   # compiled kernels run from measured sizes (the plan's thresholds); these cases are small
             plan = dataclasses.replace(plan, matching_min_columns=1, fold_min_subgames=1)
-        got = exercise(cfrjax.use_plan(game, plan), dtype)
+        got = exercise(cfrjax.plan.use(game, plan), dtype)
         assert calls, f"{name} did not run under its plan"
         monkeypatch.undo()
         for a, b in zip(got, want):

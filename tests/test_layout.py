@@ -28,7 +28,7 @@ GAMES = ["kuhn_poker", "leduc_poker", "liars_dice(numdice=1,dice_sides=4)",
 @pytest.fixture(scope="module", params=cases(GAMES + ["random"], ["kuhn_poker"]))
 def game(request):
     if request.param == "random":
-        return cfrjax.compile_game(random_spec(seed=7, depth=3))
+        return cfrjax.compile.compile_game(random_spec(seed=7, depth=3))
     return cfrjax.load_game(request.param)
 
 

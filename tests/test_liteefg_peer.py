@@ -45,7 +45,7 @@ def test_liteefg_cfr_plus_on_our_kuhn_export_matches_openspiel(tmp_path):
     import pyspiel
     from open_spiel.python.algorithms import cfr, exploitability
 
-    spec = cfrjax.spec_from_openspiel("kuhn_poker")
+    spec = cfrjax.games.openspiel.spec_from_openspiel("kuhn_poker")
     write_efg(spec, tmp_path / "kuhn.efg")
     game = cfrjax.load_game(spec)
     rec = liteefg_peer.run(tmp_path / "kuhn.efg", spec, "cfr+", T)
@@ -54,7 +54,7 @@ def test_liteefg_cfr_plus_on_our_kuhn_export_matches_openspiel(tmp_path):
     # The same policy scored three ways: LiteEFG's evaluator, cfrjax's, OpenSpiel's.
     os_game = pyspiel.load_game("kuhn_poker")
     ours = float(cfrjax.exploitability(game, lite))
-    theirs = exploitability.exploitability(os_game, cfrjax.to_openspiel_policy(game, lite))
+    theirs = exploitability.exploitability(os_game, cfrjax.games.openspiel.to_openspiel_policy(game, lite))
     assert abs(rec["exploitability"] - ours) < 1e-6 and abs(rec["exploitability"] - theirs) < 1e-9
 
     # OpenSpiel's CFR+ (alternating, RM+) after the same T iterations, averaged with
@@ -63,12 +63,12 @@ def test_liteefg_cfr_plus_on_our_kuhn_export_matches_openspiel(tmp_path):
     num = np.zeros(game.num_slots)
     for t in range(1, T + 1):
         solver.evaluate_and_update_policy()
-        x = cfrjax.from_openspiel_policy(game, solver.current_policy())
+        x = cfrjax.games.openspiel.from_openspiel_policy(game, solver.current_policy())
         num += t * own_reach(game, spec, x) * x
     seg = np.asarray(game.slot_infoset)
     den = np.bincount(seg, weights=num)[seg]
     emulated = num / den
     np.testing.assert_allclose(lite, emulated, atol=1e-6)
-    expl_os = exploitability.exploitability(os_game, cfrjax.to_openspiel_policy(game, emulated))
+    expl_os = exploitability.exploitability(os_game, cfrjax.games.openspiel.to_openspiel_policy(game, emulated))
     assert abs(rec["exploitability"] - expl_os) < 1e-6
     assert rec["value"] == pytest.approx(-1 / 18, abs=2 * rec["nash_conv"])

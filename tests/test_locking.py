@@ -20,7 +20,7 @@ def test_locked_sets_play_their_strategy(kuhn):
     np.testing.assert_allclose(np.asarray(cfrjax.current_policy(kuhn, state))[slots[key]], [0.25, 0.75])
     np.testing.assert_allclose(np.asarray(cfrjax.average_policy(kuhn, state))[slots[key]], [0.25, 0.75], atol=1e-12)
     # reset keeps the lock; unlock releases it
-    assert bool(cfrjax.reset(state).locked.any())
+    assert bool(cfrjax.retarget.reset(state).locked.any())
     free = cfrjax.unlock(kuhn, state)
     assert not bool(free.locked.any())
 
@@ -36,7 +36,7 @@ def test_locking_all_of_one_player_gives_a_best_response(kuhn):
     state = cfrjax.solve(kuhn, state, 2000)
     policy = cfrjax.average_policy(kuhn, state)
     # jitted (it is jit-able): run eagerly, op by op, it takes longer than the solve
-    br1 = float(jax.jit(cfrjax.best_response_value, static_argnums=2)(kuhn, policy, 1))
+    br1 = float(jax.jit(cfrjax.best_response.best_response_value, static_argnums=2)(kuhn, policy, 1))
     value = float(cfrjax.expected_value(kuhn, policy))
     assert abs(value + br1) < 1e-3
 

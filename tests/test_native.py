@@ -121,7 +121,7 @@ def test_public_solve_with_and_without_it(monkeypatch, rule):
                                              raise_cap=1, random_hands=60, seed=3), form="public")
     runs = {}
     for on in (True, False):
-        game = cfrjax.use_plan(game, "auto" if on else cfrjax.Plan(native=False))
+        game = cfrjax.plan.use(game, "auto" if on else cfrjax.Plan(native=False))
         assert game.plan.native == on
         state = cfrjax.init(game, rule=rule, order="alternating", dtype="float64")
         state = cfrjax.solve(game, state, 20)

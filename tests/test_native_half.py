@@ -47,7 +47,7 @@ def spots():
 def _planned(game, **flags):
     """`game` under a plan with the native library and the CPU fused updates `flags` (the
     others off)."""
-    return cfrjax.use_plan(game, cfrjax.Plan(native=True, **{k: flags.get(k, False) for k in FLAGS}))
+    return cfrjax.plan.use(game, cfrjax.Plan(native=True, **{k: flags.get(k, False) for k in FLAGS}))
 
 
 def _random_state(game, rule, order, dtype, seed=0, t=4):

@@ -127,7 +127,7 @@ def test_average_policy_matches_openspiel(openspiel_runs, name, chance, solver, 
         while int(state.iteration) < checkpoint:
             state = step(game, state)
         tabular.action_probability_array[:] = array
-        theirs = cfrjax.from_openspiel_policy(game, tabular)
+        theirs = cfrjax.games.openspiel.from_openspiel_policy(game, tabular)
         ours = np.asarray(cfrjax.average_policy(game, state))
         np.testing.assert_allclose(ours, theirs, atol=TOL, rtol=0, err_msg=f"after {checkpoint} iterations")
 
@@ -144,7 +144,7 @@ def test_exploitability_matches_openspiel(name):
         raw = rng.random(game.num_slots) ** 3  # skewed, with near-zero entries
         policy = cfrjax.policy.normalize(game, raw)
         ours, value = (float(x) for x in _evaluate(game, policy))
-        tabular = cfrjax.to_openspiel_policy(game, policy)
+        tabular = cfrjax.games.openspiel.to_openspiel_policy(game, policy)
         theirs = os_exploitability.exploitability(os_game, tabular)
         assert abs(ours - theirs) < TOL, (trial, ours, theirs)
         assert np.isclose(value, _os_value(os_game, tabular), atol=TOL)
@@ -171,7 +171,7 @@ def ref_game(request):
     if request.param == "random":
         spec = random_spec(11, depth=3)
     else:
-        spec = cfrjax.spec_from_openspiel(f"{request.param}_poker")
+        spec = cfrjax.games.openspiel.spec_from_openspiel(f"{request.param}_poker")
     return spec
 
 
@@ -188,7 +188,7 @@ def compiled_runs(ref_game, request):
 
     One executable for all cases (each `cfrjax.driver.run_steps`, the scan `cfrjax.solve`
     runs, then `cfrjax.average_policy`)."""
-    games = {chance: cfrjax.compile_game(ref_game, chance=chance) for chance in ("explicit", "folded")}
+    games = {chance: cfrjax.compile.compile_game(ref_game, chance=chance) for chance in ("explicit", "folded")}
     chosen = selected(request, "test_reference_solver_agrees", "rule", "averaging", "order")
     cases = [c for c in _ref_cases() if tuple(c[:3]) in chosen]
     states = [cfrjax.init(games[c], rule=r, order=o, averaging=a, dtype="float64") for r, a, o, c in cases]
@@ -238,7 +238,7 @@ def test_random_game_is_chance_heavy(ref_game):
 
 def test_folded_and_explicit_agree_on_values():
     spec = random_spec(5)
-    folded, explicit = cfrjax.compile_game(spec), cfrjax.compile_game(spec, chance="explicit")
+    folded, explicit = cfrjax.compile.compile_game(spec), cfrjax.compile.compile_game(spec, chance="explicit")
     rng = np.random.default_rng(1)
     policy = cfrjax.policy.normalize(folded, rng.random(folded.num_slots))
     (e_f, v_f), (e_e, v_e) = jax.jit(lambda a, b, p: (_evaluate(a, p), _evaluate(b, p)))(folded, explicit, policy)
@@ -249,6 +249,6 @@ def test_folded_and_explicit_agree_on_values():
 def test_openspiel_policy_round_trip():
     game = cfrjax.load_game("leduc_poker")
     policy = cfrjax.policy.normalize(game, np.random.default_rng(3).random(game.num_slots))
-    tab = cfrjax.to_openspiel_policy(game, policy)
+    tab = cfrjax.games.openspiel.to_openspiel_policy(game, policy)
     assert isinstance(tab, os_policy.TabularPolicy)
-    np.testing.assert_array_equal(cfrjax.from_openspiel_policy(game, tab), np.asarray(policy))
+    np.testing.assert_array_equal(cfrjax.games.openspiel.from_openspiel_policy(game, tab), np.asarray(policy))

@@ -52,7 +52,7 @@ def test_two_plans_compile_two_programs_and_switching_back_compiles_nothing(rive
     still in jit's cache. No `jax.clear_caches()` is needed to switch."""
     if not native.available():
         pytest.skip(f"native code unavailable: {native.why_unavailable()}")
-    auto, xla = cfrjax.use_plan(river, "auto"), cfrjax.use_plan(river, "xla")
+    auto, xla = cfrjax.plan.use(river, "auto"), cfrjax.plan.use(river, "xla")
     assert auto.plan.native and not xla.plan.native
     state = cfrjax.init(river, rule="dcfr", order="alternating", dtype="float64")
     out = {}
@@ -106,9 +106,9 @@ def test_no_environment_read_outside_plan_resolution(river, monkeypatch):
     iterations, evaluation) or a fresh trace; resolving the plan reads its switches."""
     reads = []
     monkeypatch.setattr(os, "environ", _Recorder(os.environ, reads))
-    cfrjax.resolve_plan(river, "cpu")
+    cfrjax.plan.resolve_plan(river, "cpu")
     assert ("cfrjax.plan", "CFRJAX_NATIVE") in reads   # the recorder sees the resolution's reads
-    game = cfrjax.use_plan(river)
+    game = cfrjax.plan.use(river)
     reads.clear()
     state = cfrjax.init(game, rule="cfr+", order="simultaneous", dtype="float32")
     state = cfrjax.solve(game, state, 2)
@@ -122,48 +122,48 @@ def test_resolution_reads_the_switches_and_records_a_failed_build(monkeypatch):
     does not build is a fallback with its reason, warned once; on an NVIDIA GPU (faked)
     the Pallas kernels and the CUDA showdown likewise."""
     monkeypatch.setenv("CFRJAX_NATIVE", "0")
-    off = cfrjax.resolve_plan(platform="cpu")
+    off = cfrjax.plan.resolve_plan(platform="cpu")
     assert not off.native and off.fallbacks == () and off.name == "auto"
     monkeypatch.delenv("CFRJAX_NATIVE")
     monkeypatch.setattr(native, "available", lambda: False)
     monkeypatch.setattr(native, "why_unavailable", lambda: "RuntimeError: no C++ compiler found")
     monkeypatch.setattr(cplan, "_WARNED", set())
     with pytest.warns(cplan.KernelFallback, match=r"native is not available \(RuntimeError: no C\+\+ compiler found\)"):
-        failed = cfrjax.resolve_plan(platform="cpu")
+        failed = cfrjax.plan.resolve_plan(platform="cpu")
     assert not failed.native and failed.fallbacks == (("native", "RuntimeError: no C++ compiler found"),)
     assert "fallback native: RuntimeError" in failed.summary()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert cfrjax.resolve_plan(platform="cpu") == failed        # said once
+        assert cfrjax.plan.resolve_plan(platform="cpu") == failed   # said once
     tabular = cfrjax.load_game("kuhn_poker")
-    assert cfrjax.resolve_plan(tabular, "cpu").fallbacks == ()       # no native code in the tabular form
+    assert cfrjax.plan.resolve_plan(tabular, "cpu").fallbacks == ()  # no native code in the tabular form
     monkeypatch.setattr(pallas_gpu, "nvidia_gpu", lambda: True)
     monkeypatch.setattr(cuda_showdown, "available", lambda: False)
     monkeypatch.setattr(cuda_showdown, "why_unavailable", lambda: "RuntimeError: no nvcc found")
     with pytest.warns(cplan.KernelFallback, match="cuda_showdown"):
-        gpu = cfrjax.resolve_plan(platform="gpu")
+        gpu = cfrjax.plan.resolve_plan(platform="gpu")
     assert gpu.pallas == cplan.PALLAS and not gpu.cuda_showdown and gpu.fallbacks[0][0] == "cuda_showdown"
     monkeypatch.setenv("CFRJAX_CUDA", "off")
-    assert cfrjax.resolve_plan(platform="gpu").fallbacks == ()
+    assert cfrjax.plan.resolve_plan(platform="gpu").fallbacks == ()
 
 
 def test_presets_overrides_and_validation(river):
-    xla = cfrjax.resolve_plan(river, "cpu", "xla")
+    xla = cfrjax.plan.resolve_plan(river, "cpu", "xla")
     assert (xla.name, xla.native, xla.native_half, xla.cpu_spot_half, xla.pallas) == ("xla", False, False, False, ())
     mine = cfrjax.Plan(native=False, dense_pair=False)
-    assert cfrjax.resolve_plan(river, "cpu", mine) is mine and cfrjax.use_plan(river, mine).plan is mine
+    assert cfrjax.plan.resolve_plan(river, "cpu", mine) is mine and cfrjax.plan.use(river, mine).plan is mine
     assert hash(mine) == hash(dataclasses.replace(mine)) and cfrjax.Plan(pallas=["fold", "matching"]).pallas == (
         "matching", "fold")                                           # kernel order, a tuple: hashable
     assert json.loads(json.dumps(mine.describe()))["dense_pair"] is False
     with pytest.raises(ValueError, match=r"unknown plan 'fast'; allowed: 'auto', 'xla'"):
-        cfrjax.resolve_plan(river, choice="fast")
+        cfrjax.plan.resolve_plan(river, choice="fast")
     with pytest.raises(ValueError, match=r"bad Plan.pallas \('cuda',\); allowed: .*matching, fold"):
         cfrjax.Plan(pallas=("cuda",))
     with pytest.raises(ValueError, match="bad Plan.native 1; allowed: True or False"):
         cfrjax.Plan(native=1)
     with pytest.raises(ValueError, match="bad Plan.wide_columns -1"):
         cfrjax.Plan(wide_columns=-1)
-    assert cplan.plan_of(river) == cfrjax.resolve_plan(river, "cpu")   # no plan: the auto plan of its form
+    assert cplan.plan_of(river) == cfrjax.plan.resolve_plan(river, "cpu")  # no plan: the auto plan of its form
 
 
 def test_command_line_plan_and_verbose(capsys):

@@ -61,7 +61,7 @@ def random_policy(game, seed: int) -> np.ndarray:
 @pytest.fixture(scope="module")
 def solved():
     """`(tabular game, public game, tabular policy, public policy)`, random policies."""
-    tab = cfrjax.compile_game(build_spec(SPEC))
+    tab = cfrjax.compile.compile_game(build_spec(SPEC))
     pub = build_public(SPEC, hands="support")
     return tab, pub, random_policy(tab, 0), random_policy(pub, 1)
 
@@ -148,7 +148,7 @@ def test_old_convention_files_load(solved, tmp_path, capsys):
             np.savez_compressed(old, meta=np.frombuffer(json.dumps(head).encode(), np.uint8), policy=p)
         assert changed > 0, (ext, "the old names must differ from today's")
         back = cfrjax.load_policy(old, g)
-        np.testing.assert_array_equal(np.asarray(back), np.asarray(pol), err_msg=f"{cfrjax.form_name(g)} {ext}")
+        np.testing.assert_array_equal(np.asarray(back), np.asarray(pol), err_msg=f"{cfrjax.forms.form_name(g)} {ext}")
         w_old, w_new = cfrjax.warm_start(g, old), cfrjax.warm_start(g, new)
         np.testing.assert_array_equal(np.asarray(w_old.regret), np.asarray(w_new.regret))
         assert cli.main(["show", old, "P0|AsQs|"]) == 0           # `cfrjax show POLICY INFOSET` names it as printed now
@@ -182,7 +182,7 @@ def test_behind_builds_the_same_game_as_stack(tmp_path):
     assert a == b and hash(a) == hash(b) and (a.stack, b.stack, a.effective_stack, b.effective_stack) == (100, 100,
                                                                                                            90, 90)
     assert load_poker_config(shipped, random_hands=12, behind=90) == a          # an override replaces stack
-    ta, tb = cfrjax.compile_game(build_spec(a)), cfrjax.compile_game(build_spec(b))
+    ta, tb = cfrjax.compile.compile_game(build_spec(a)), cfrjax.compile.compile_game(build_spec(b))
     assert ta.labels.fingerprint == tb.labels.fingerprint and ta.labels.infoset_keys == tb.labels.infoset_keys
     np.testing.assert_array_equal(np.asarray(ta.payoff), np.asarray(tb.payoff))
     pa, pb = build_public(a, hands="support"), build_public(b, hands="support")

@@ -47,7 +47,7 @@ def _passive(names):
     ("cfr", "simultaneous", "uniform")])
 def test_reference_agrees(street, k, seed, rule, order, averaging):
     spec = build_spec(PokerSubgameSpec(board=RIVER if street == "river" else TURN, random_hands=k, seed=seed))
-    game = cfrjax.compile_game(spec, chance="explicit")
+    game = cfrjax.compile.compile_game(spec, chance="explicit")
     iters = 5
     ref = ReferenceCFR(spec, rule=rule, averaging=averaging, order=order).run(iters)
     state = cfrjax.solve(game, cfrjax.init(game, rule, order, averaging, dtype="float64"), iters)
@@ -76,7 +76,7 @@ def _solve_and_evaluate(game, state, iterations, pure_policies):
 def _solve_anchor(spec, iterations=1000):
     """`(game, state, policy, value, br0, br1, pure)`; `pure`: best-response values against
     the pure strategies check/call everywhere and first action everywhere."""
-    game = cfrjax.compile_game(spec)
+    game = cfrjax.compile.compile_game(spec)
     state, policy, value, brs, pure = _solve_and_evaluate(
         game, cfrjax.init(game, "cfr+", "alternating", "linear"), iterations,
         [_pure(game, _passive), _pure(game, lambda names: 0)])
@@ -116,14 +116,14 @@ def test_turn_quads_anchor_solved():
 
 def test_strategy_table_and_writers(tmp_path):
     spec = build_spec(PokerSubgameSpec(board=RIVER, random_hands=4, seed=0))
-    game = cfrjax.compile_game(spec)
+    game = cfrjax.compile.compile_game(spec)
     state = cfrjax.solve(game, cfrjax.init(game), 50)
     policy = np.asarray(cfrjax.average_policy(game, state))
     rows = strategy_table(game, policy)
     assert len(rows) == game.num_slots
     assert rows[0] == {"infoset": game.labels.infoset_keys[0], "player": 0, "hand": rows[0]["hand"], "history": "",
                        "action": "check", "probability": float(policy[0])}
-    assert rows[0]["infoset"] == f"P0|{rows[0]['hand']}|" and strategy_table is cfrjax.strategy_table  # one table
+    assert rows[0]["infoset"] == f"P0|{rows[0]['hand']}|" and strategy_table is cfrjax.strategy.strategy_table  # one table
     sums = {}
     for r in rows:
         assert r["player"] in (0, 1) and len(r["hand"]) == 4
@@ -141,7 +141,7 @@ def test_strategy_table_and_writers(tmp_path):
         strategy_table(game, policy[:-1])
     kuhn = cfrjax.load_game("kuhn_poker")     # no hand, no history: not a poker spot's table
     with pytest.raises(ValueError, match="has no hand/history: not a row of a poker spot"):
-        write_strategy_csv(strategy_table(kuhn, cfrjax.uniform_policy(kuhn)), tmp_path / "k.csv")
+        write_strategy_csv(strategy_table(kuhn, cfrjax.policy.uniform_policy(kuhn)), tmp_path / "k.csv")
 
 
 def test_nuts_range_sanity():

@@ -428,9 +428,9 @@ def test_starting_pot_of_each_form():
     cfg = PokerSubgameSpec(board=RIVER, pot=30, stack=100, random_hands=2, seed=0)
     spec = build_spec(cfg)
     assert starting_pot(spec) == 30.0
-    assert starting_pot(cfrjax.compile_game(spec)) == 30.0
+    assert starting_pot(cfrjax.compile.compile_game(spec)) == 30.0
     assert starting_pot(build_public(cfg)) == 30.0
-    assert starting_pot(cfrjax.spec_from_openspiel("kuhn_poker")) is None
+    assert starting_pot(cfrjax.games.openspiel.spec_from_openspiel("kuhn_poker")) is None
 
 
 def test_percent_of_the_pot_is_the_poker_layers():

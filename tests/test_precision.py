@@ -1,7 +1,7 @@
 """Reported numbers are float64-accurate whatever the iteration dtype.
 
 A float32 solve (a separate process without `jax_enable_x64`, as a user runs it) reports
-exploitability and value through `cfrjax.evaluate`, `solve(..., eval_every=...)` traces
+exploitability and value through `cfrjax.evaluate`, `solve_with_trace(..., eval_every=...)` traces
 and the target-exploitability stop; each must equal a float64 evaluation of the same
 average policy on a game built in float64 (this process) to 1e-7 relative or 1e-9 of the
 pot, whichever is larger.
@@ -54,9 +54,9 @@ def _float32_runs(names):
         for name, source, kw, pot, iters, exact in cases:
             g = cfrjax.load_game(source, **kw)
             s0 = cfrjax.init(g, rule="cfr+", order="simultaneous", dtype="float32")
-            s, tr = cfrjax.solve(g, s0, iters, eval_every=iters // 2)
+            s, tr = cfrjax.solve_with_trace(g, s0, iters, eval_every=iters // 2)
             e, v = cfrjax.evaluate(g, s)
-            st, tt = cfrjax.solve(g, s0, eval_every=iters // 2, target_exploitability=1e-12, max_iterations=iters)
+            st, tt = cfrjax.solve_with_trace(g, s0, eval_every=iters // 2, target_exploitability=1e-12, max_iterations=iters)
             np.save(f"{out}/{{name}}.npy", np.asarray(s.avg))
             cfrjax.save_game(g, f"{out}/{{name}}.game.npz") if hasattr(g, "num_decision_edges") else None
             res[name] = dict(e=float(e), v=float(v), trace_e=float(tr.exploitability[-1]),

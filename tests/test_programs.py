@@ -60,9 +60,9 @@ def test_kept_solve_runs_without_tracing_and_equals_the_jit(case, tmp_path, monk
         game = _river()
         kw = dict(eval_every=5, target_exploitability=1e-3 * starting_pot(game), max_iterations=200)
     state = cfrjax.init(game, rule="dcfr", order="alternating", dtype="float32")
-    want = cfrjax.solve(game, state, **kw)                  # jit, nothing kept
+    want = cfrjax.solve_with_trace(game, state, **kw)       # jit, nothing kept
     programs.enable(tmp_path)
-    first = cfrjax.solve(game, state, **kw)                 # compiled and kept
+    first = cfrjax.solve_with_trace(game, state, **kw)      # compiled and kept
     kept = 1 if case == "kuhn-fixed" else 2                 # a target-driven solve: its chunk and its evaluation
     assert len(_kept(tmp_path)) == kept
     programs.enable(None)                                   # a new process: nothing in memory
@@ -71,12 +71,12 @@ def test_kept_solve_runs_without_tracing_and_equals_the_jit(case, tmp_path, monk
     # jit's own caches still hold this trace (no `jax.clear_caches()`): a call that missed the
     # store would lower from them and compile, which fails here instead
     monkeypatch.setattr(programs, "_compile_fresh", _uncompilable)
-    again = cfrjax.solve(game, state, **kw)
+    again = cfrjax.solve_with_trace(game, state, **kw)
     _equal(first, want)
     _equal(again, want)
     # another iteration count is another program: it is traced
     with pytest.raises(AssertionError, match="traced"):
-        cfrjax.solve(game, state, **(dict(kw, iterations=21) if case == "kuhn-fixed" else dict(kw, eval_every=4)))
+        cfrjax.solve_with_trace(game, state, **(dict(kw, iterations=21) if case == "kuhn-fixed" else dict(kw, eval_every=4)))
     assert len(_kept(tmp_path)) == kept
     if case == "kuhn-fixed":
         (path,) = _kept(tmp_path)   # a kept file that cannot be read is compiled again and rewritten
@@ -84,7 +84,7 @@ def test_kept_solve_runs_without_tracing_and_equals_the_jit(case, tmp_path, monk
         path.write_bytes(b"not an executable")
         programs.enable(None)
         programs.enable(tmp_path)
-        _equal(cfrjax.solve(game, state, **kw), want)
+        _equal(cfrjax.solve_with_trace(game, state, **kw), want)
         assert path.stat().st_size > 100
 
 
@@ -101,9 +101,9 @@ def test_key_follows_what_decides_the_program(monkeypatch):
     assert programs.key(fun, {"iterations": 5}, ((other, s), {})) != k     # another tree or hand list
     with jax.enable_x64(False):
         assert programs.key(fun, {"iterations": 5}, ((g, s), {})) != k
-    xla = cfrjax.use_plan(g, "xla")                                        # another plan
+    xla = cfrjax.plan.use(g, "xla")                                        # another plan
     assert programs.key(fun, {"iterations": 5}, ((xla, s), {})) != k
-    assert programs.key(fun, {"iterations": 5}, ((cfrjax.use_plan(_river(), "xla"), s), {})) == \
+    assert programs.key(fun, {"iterations": 5}, ((cfrjax.plan.use(_river(), "xla"), s), {})) == \
         programs.key(fun, {"iterations": 5}, ((xla, s), {}))
     monkeypatch.setattr(showdown_kernel, "FEW_PROGRAMS", showdown_kernel.FEW_PROGRAMS + 1)   # a module constant:
     assert programs.key(fun, {"iterations": 5}, ((g, s), {})) == k                           # not a choice, source
@@ -162,15 +162,15 @@ def test_a_kept_program_is_compiled_afresh_when_jaxs_cache_holds_it(tmp_path, mo
     game = cfrjax.load_game("kuhn_poker")
     state = cfrjax.init(game, rule="cfr+", dtype="float32")
     kw = dict(iterations=7, eval_every=7)
-    want = cfrjax.solve(game, state, **kw)
+    want = cfrjax.solve_with_trace(game, state, **kw)
     for store in ("a", "b"):            # each store compiles it (the second after JAX's cache holds it)
         programs.enable(tmp_path / store)
-        cfrjax.solve(game, state, **kw)
+        cfrjax.solve_with_trace(game, state, **kw)
         assert len(_kept(tmp_path / store)) == 1
     programs.enable(None)
     programs.enable(tmp_path / "b")     # a new process reading the second store
     monkeypatch.setattr(programs, "_compile_fresh", _uncompilable)   # it is read back, not compiled
-    _equal(cfrjax.solve(game, state, **kw), want)
+    _equal(cfrjax.solve_with_trace(game, state, **kw), want)
     assert len(_kept(tmp_path / "b")) == 1    # it ran: not dropped for missing code (`programs.call`)
 
 

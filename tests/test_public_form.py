@@ -98,7 +98,7 @@ def public_of(game: PublicGame, tab, tabular_array, fill):
 
 
 def tabular_game(cfg):
-    return cfrjax.compile_game(build_spec(cfg))
+    return cfrjax.compile.compile_game(build_spec(cfg))
 
 
 def spec(name: str) -> str:
@@ -310,7 +310,7 @@ def test_libratus_endgame_loads_in_public_form_with_its_reach_as_ranges(tmp_path
     spec_file = tmp_path / "endgame1.toml"
     spec_file.write_text(f'libratus = "{path}"\n')
     g = cfrjax.load_game(str(spec_file))
-    assert cfrjax.form_name(g) == "public" and g.num_hands == 48 * 47 // 2
+    assert cfrjax.forms.form_name(g) == "public" and g.num_hands == 48 * 47 // 2
     assert dataclasses.replace(load_poker_config(str(spec_file)), name="x") == \
         dataclasses.replace(load_libratus_endgame(path), name="x")
     board, reach = _libratus_reach(path)
@@ -318,7 +318,7 @@ def test_libratus_endgame_loads_in_public_form_with_its_reach_as_ranges(tmp_path
     combos = [(a, b) for i, a in enumerate(cards) for b in cards[i + 1:]]
     blocked = np.array([a in board or b in board for a, b in combos])
     assert blocked.sum() == 1326 - 1128
-    for got, want in zip(cfrjax.root_ranges(g), reach):
+    for got, want in zip(cfrjax.poker.root_ranges(g), reach):
         np.testing.assert_array_equal(got, np.where(blocked, 0.0, want))
         assert np.count_nonzero(got) > 800                # the full range, not a reduction
 
@@ -584,21 +584,21 @@ def test_set_ranges_equals_fresh_build_without_retrace():
 
 
 def test_root_ranges_read_back_the_spec_ranges():
-    """`cfrjax.root_ranges` returns the ranges a spot was built with (zero on hands the
+    """`cfrjax.poker.root_ranges` returns the ranges a spot was built with (zero on hands the
     board blocks), and `set_root_ranges` of them is the same game; a tabular game is refused."""
     cfg = dataclasses.replace(hunl_river(), random_hands=None, range0="AA,KK:0.5,AKs,KsQs", range1="any")
     g = build_public(cfg)
-    r0, r1 = cfrjax.root_ranges(g)
+    r0, r1 = cfrjax.poker.root_ranges(g)
     w0, w1 = cfg.ranges()
     blocked = cfrjax.games.poker.combos_blocked_by(cfrjax.games.poker.parse_board(cfg.board))
     np.testing.assert_array_equal(r0, np.where(blocked, 0.0, w0))
     np.testing.assert_array_equal(r1, np.where(blocked, 0.0, w1))
     assert r0[cfrjax.games.poker.combo_index("Ks", "Qs")] == 0.0 and r0.sum() == 6 + 3 * 0.5 + 3  # AA; KK and AKs lose the Ks combos
-    again = cfrjax.set_root_ranges(g, r0, r1)
+    again = cfrjax.poker.set_root_ranges(g, r0, r1)
     np.testing.assert_array_equal(np.asarray(again.weights), np.asarray(g.weights))
     assert float(again.norm) == float(g.norm)
     with pytest.raises(ValueError, match="tabular game holds the probabilities of its deals"):
-        cfrjax.root_ranges(cfrjax.load_game("kuhn_poker"))
+        cfrjax.poker.root_ranges(cfrjax.load_game("kuhn_poker"))
 
 
 @pytest.mark.slow   # batches = loops in the default suite: test_public_solver, test_boards, test_retarget, test_depth_limited
@@ -689,7 +689,7 @@ def test_wide_iteration_equals_the_plain_form(monkeypatch, rule, order, form):
     state = cfrjax.init(g, rule=rule, order=order, dtype="float32")
     out = {}
     for wide in (False, True):
-        planned = cfrjax.use_plan(g, dataclasses.replace(cfrjax.resolve_plan(g), wide_columns=0 if wide else 1 << 62))
+        planned = cfrjax.plan.use(g, dataclasses.replace(cfrjax.plan.resolve_plan(g), wide_columns=0 if wide else 1 << 62))
         run = jax.jit(lambda g, s: jax.lax.fori_loop(0, 4, lambda i, x: cfrjax.step(g, x), s))
         out[wide] = run(planned, state)
     unit = float(np.abs(np.asarray(out[False].avg)).max())    # the compensation's rounding is the average's

@@ -36,7 +36,7 @@ AVERAGING = {"cfr": "linear", "cfr+": "linear", "pcfr+": "quadratic"}
 
 
 def both_forms(cfg, hands="support"):
-    return cfrjax.compile_game(build_spec(cfg)), build_public(cfg, hands=hands)
+    return cfrjax.compile.compile_game(build_spec(cfg)), build_public(cfg, hands=hands)
 
 
 def key_map(tab, pub):
@@ -182,7 +182,7 @@ def test_public_best_response_to_a_tabular_policy(tiny):
     rng = np.random.default_rng(0)
     raw = rng.uniform(0.01, 1.0, tab.num_slots)
     tpol = np.asarray(cfrjax.policy.normalize(tab, jnp.asarray(raw)))
-    ppol = np.asarray(cfrjax.uniform_policy(pub)).copy()
+    ppol = np.asarray(cfrjax.policy.uniform_policy(pub)).copy()
     ppol[rows, cols] = tpol
     np.testing.assert_allclose(np.asarray(cfrjax.best_response_values(pub, jnp.asarray(ppol))),
                                np.asarray(cfrjax.best_response_values(tab, jnp.asarray(tpol))), rtol=1e-9)
@@ -224,7 +224,7 @@ def test_retarget_ranges_without_retrace_equals_fresh_build():
 
     s0 = cfrjax.init(pub, rule="cfr+", dtype="float64")
     solve10(pub, s0)
-    moved = cfrjax.set_root_ranges(pub, w0, w1)
+    moved = cfrjax.poker.set_root_ranges(pub, w0, w1)
     a = solve10(moved, s0)
     assert len(traces) == 1                                   # no retrace
     b = solve10(fresh, s0)
@@ -257,8 +257,8 @@ def test_locking_by_key_matches_tabular(tiny):
 
 def test_strategy_table_keys_are_the_tabular_keys(tiny):
     tab, pub = tiny
-    trows = cfrjax.strategy_table(tab, cfrjax.uniform_policy(tab))
-    prows = cfrjax.strategy_table(pub, cfrjax.uniform_policy(pub))
+    trows = cfrjax.strategy.strategy_table(tab, cfrjax.policy.uniform_policy(tab))
+    prows = cfrjax.strategy.strategy_table(pub, cfrjax.policy.uniform_policy(pub))
     assert {r["infoset"] for r in trows} <= {r["infoset"] for r in prows}
     assert {"hand", "history"} <= set(prows[0]) and {"hand", "history"} <= set(trows[0])
 
@@ -276,7 +276,7 @@ def test_solve_batch_and_eval_trace_and_checkpoint(tiny, tmp_path):
         g = cfrjax.public.passes.set_ranges(pub, jnp.asarray(w[b, 0]), jnp.asarray(w[b, 1]))
         one = cfrjax.solve(g, cfrjax.init(pub, rule="cfr+", dtype="float64"), 6)
         np.testing.assert_allclose(np.asarray(out.regret[b]), np.asarray(one.regret), rtol=1e-10, atol=1e-13)
-    state, trace = cfrjax.solve(pub, cfrjax.init(pub, dtype="float64"), 20, eval_every=5)
+    state, trace = cfrjax.solve_with_trace(pub, cfrjax.init(pub, dtype="float64"), 20, eval_every=5)
     assert trace.exploitability.shape == (4,)
     assert float(trace.exploitability[-1]) == pytest.approx(
         float(cfrjax.exploitability(pub, cfrjax.average_policy(pub, state))), rel=1e-12)
@@ -288,14 +288,14 @@ def test_solve_batch_and_eval_trace_and_checkpoint(tiny, tmp_path):
     back = cfrjax.load_checkpoint(path, pub)
     np.testing.assert_array_equal(np.asarray(back.regret), np.asarray(state.regret))
     with pytest.raises(cfrjax.CheckpointError):
-        cfrjax.load_checkpoint(path, cfrjax.set_root_ranges(pub, *TINY.ranges()[::-1]))
+        cfrjax.load_checkpoint(path, cfrjax.poker.set_root_ranges(pub, *TINY.ranges()[::-1]))
 
 
 def test_forms_and_errors():
     pub = cfrjax.load_game(os.path.join(ROOT, "tests", "fixtures", "libratus_endgame4_top6.toml"))
-    assert cfrjax.form_name(pub) == "public" and pub.num_hands == 1081
+    assert cfrjax.forms.form_name(pub) == "public" and pub.num_hands == 1081
     tab = cfrjax.load_game(os.path.join(ROOT, "tests", "fixtures", "libratus_endgame4_top6.toml"), form="tabular")
-    assert cfrjax.form_name(tab) == "tabular"
+    assert cfrjax.forms.form_name(tab) == "tabular"
     with pytest.raises(cfrjax.SpecError, match="only in the 'tabular' form"):
         cfrjax.load_game("kuhn_poker", form="public")
     with pytest.raises(ValueError, match="unknown form 'dense'"):

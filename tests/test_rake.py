@@ -35,7 +35,7 @@ TURN_HANDS = (["AsAh", "QhQd", "9h8h"], ["AdKd", "Qs9s", "8c7c"])
 @jax.jit
 def _numbers(game, policy):
     """`(expected values [2], best-response values [2])`."""
-    return cfrjax.expected_values(game, policy), cfrjax.best_response_values(game, policy)
+    return cfrjax.best_response.expected_values(game, policy), cfrjax.best_response_values(game, policy)
 
 
 def _spot(board, hands, seed, **kw) -> PokerSubgameSpec:
@@ -202,7 +202,7 @@ def test_cfr_solves_a_raked_spot():
     cfg = _spot(RIVER, RIVER_HANDS, 5, **RAKE)
     game = build_public(cfg, hands="support")
     target = 1e-4 * cfg.pot
-    state, trace = cfrjax.solve(game, cfrjax.init(game, dtype="float64"), eval_every=50,
+    state, trace = cfrjax.solve_with_trace(game, cfrjax.init(game, dtype="float64"), eval_every=50,
                                 target_exploitability=target, max_iterations=1000)
     e = np.asarray(trace.exploitability)
     assert e[0] > 20 * target and e[-1] < target and len(e) < 20
@@ -211,4 +211,4 @@ def test_cfr_solves_a_raked_spot():
     assert e[-1] == pytest.approx(0.5 * np.sum(br - ev), rel=1e-10)       # postflop-solver's definition
     assert trace.value[-1] == pytest.approx(ev[0], rel=1e-10)
     assert np.all(br - ev > -1e-12) and np.all(br - ev < 2 * target)   # each player near a best response
-    np.testing.assert_allclose(cfrjax.evaluate_values(game, state), ev, rtol=1e-10)
+    np.testing.assert_allclose(cfrjax.driver.evaluate_values(game, state), ev, rtol=1e-10)

@@ -23,7 +23,7 @@ ITERS = 30
 def river():
     cfg = PokerSubgameSpec(board=RIVER, random_hands=6, seed=1)
     spec = build_spec(cfg)
-    return cfg, spec, cfrjax.compile_game(spec)
+    return cfg, spec, cfrjax.compile.compile_game(spec)
 
 
 def _random_ranges(cfg, seed, n=None):
@@ -81,13 +81,13 @@ def test_root_deals_recorded(river):
 @pytest.mark.parametrize("chance", cases(["folded", "explicit"], ["folded"]))
 def test_set_root_ranges_equals_fresh_compile_and_no_retrace(river, chance):
     cfg, spec, _ = river
-    game = cfrjax.compile_game(spec, chance)
+    game = cfrjax.compile.compile_game(spec, chance)
     r0, r1 = _random_ranges(cfg, 7)
-    fresh = cfrjax.compile_game(build_spec(dataclasses.replace(cfg, random_hands=None, range0=r0, range1=r1)), chance)
-    moved = cfrjax.set_root_ranges(game, r0, r1)
+    fresh = cfrjax.compile.compile_game(build_spec(dataclasses.replace(cfg, random_hands=None, range0=r0, range1=r1)), chance)
+    moved = cfrjax.poker.set_root_ranges(game, r0, r1)
     _assert_same_game(moved, fresh)
     # The original game is untouched.
-    np.testing.assert_array_equal(np.asarray(game.edge_prob), np.asarray(cfrjax.compile_game(spec, chance).edge_prob))
+    np.testing.assert_array_equal(np.asarray(game.edge_prob), np.asarray(cfrjax.compile.compile_game(spec, chance).edge_prob))
 
     solve = _Counted(ITERS)
     state = cfrjax.init(game, "cfr+", "alternating", "linear")
@@ -100,18 +100,18 @@ def test_set_root_ranges_equals_fresh_compile_and_no_retrace(river, chance):
     assert solve.traces == 1
     _assert_same_state(s_moved, s_fresh)
     # Back to the original ranges gives the original game.
-    _assert_same_game(cfrjax.set_root_ranges(moved, *cfg.ranges()), game)
+    _assert_same_game(cfrjax.poker.set_root_ranges(moved, *cfg.ranges()), game)
 
 
 @pytest.mark.fixed_order
 @pytest.mark.parametrize("chance", cases(["folded", "explicit"], ["folded"]))
 def test_set_payoffs_equals_fresh_compile_and_no_retrace(river, chance):
     _, spec, _ = river
-    game = cfrjax.compile_game(spec, chance)
+    game = cfrjax.compile.compile_game(spec, chance)
     rng = np.random.default_rng(3)
     terminal = spec.kind == 3
     new_payoff = np.where(terminal, spec.payoff * 1.5 + rng.normal(size=spec.num_nodes), 0.0)
-    fresh = cfrjax.compile_game(dataclasses.replace(spec, payoff=new_payoff), chance)
+    fresh = cfrjax.compile.compile_game(dataclasses.replace(spec, payoff=new_payoff), chance)
     moved = cfrjax.set_payoffs(game, fresh.payoff)
     _assert_same_game(moved, fresh)
 
@@ -129,7 +129,7 @@ def test_set_root_chance_renormalizes_nothing_and_matches_ranges(river):
     r0, r1 = _random_ranges(cfg, 11)
     h0, h1 = root_deals(game)
     p = r0[h0] * r1[h1]
-    a = cfrjax.set_root_ranges(game, r0, r1)
+    a = cfrjax.poker.set_root_ranges(game, r0, r1)
     b = cfrjax.set_root_chance(game, p / p.sum())
     for k in _FLOAT_FIELDS:
         np.testing.assert_allclose(np.asarray(getattr(a, k)), np.asarray(getattr(b, k)), rtol=1e-14, atol=1e-16)
@@ -147,14 +147,14 @@ def test_vmap_over_ranges_equals_separate_solves(river):
     B = 8
     R0, R1 = _random_ranges(cfg, 5, B)
     axes = cfrjax.batch_axes(game)
-    games = jax.jit(jax.vmap(cfrjax.set_root_ranges, (None, 0, 0), axes))(game, jnp.asarray(R0), jnp.asarray(R1))
+    games = jax.jit(jax.vmap(cfrjax.poker.set_root_ranges, (None, 0, 0), axes))(game, jnp.asarray(R0), jnp.asarray(R1))
     assert games.template.shape == (B, game.num_nodes) and games.parent.shape == game.parent.shape
     state = cfrjax.init(game, "cfr+", "alternating", "linear")
     states = jax.tree.map(lambda x: jnp.broadcast_to(x, (B,) + x.shape), state)
     batched_solve = jax.jit(jax.vmap(lambda g, s: cfrjax.solve(g, s, ITERS), (axes, 0)))
     batched = batched_solve(games, states)
     lo, hi = cfrjax.retarget.root_outcomes(game)
-    separate = [cfrjax.set_root_ranges(game, R0[b], R1[b]) for b in range(B)]
+    separate = [cfrjax.poker.set_root_ranges(game, R0[b], R1[b]) for b in range(B)]
     for b in range(B):
         # jnp normalization under vmap: equal to the NumPy one up to the sum's rounding.
         np.testing.assert_allclose(np.asarray(games.edge_prob[b]), np.asarray(separate[b].edge_prob),
@@ -174,7 +174,7 @@ def test_reset(river):
     _, _, game = river
     state = cfrjax.init(game, "cfr+", "alternating", "linear")
     solved = cfrjax.solve(game, state, ITERS)
-    fresh = cfrjax.reset(solved)
+    fresh = cfrjax.retarget.reset(solved)
     _assert_same_state(fresh, state)                      # every leaf (and the config), dtypes included
 
 
@@ -183,6 +183,6 @@ def test_saved_game_keeps_deals(river, tmp_path):
     cfrjax.save_game(game, tmp_path / "g.npz")
     loaded = cfrjax.load_game(str(tmp_path / "g.npz"))
     r0, r1 = _random_ranges(cfg, 2)
-    _assert_same_game(cfrjax.set_root_ranges(loaded, r0, r1), cfrjax.set_root_ranges(game, r0, r1))
+    _assert_same_game(cfrjax.poker.set_root_ranges(loaded, r0, r1), cfrjax.poker.set_root_ranges(game, r0, r1))
     with pytest.warns(UserWarning, match="not in the game's deals"):
-        cfrjax.set_root_ranges(game, np.ones(1326), r1)
+        cfrjax.poker.set_root_ranges(game, np.ones(1326), r1)

@@ -23,7 +23,7 @@ ORDERS = ("simultaneous", "alternating")
 
 @pytest.fixture(scope="module")
 def kuhn_explicit():
-    return cfrjax.compile_game(kuhn_spec(), chance="explicit")
+    return cfrjax.compile.compile_game(kuhn_spec(), chance="explicit")
 
 
 @pytest.fixture(scope="module")
@@ -153,11 +153,11 @@ def test_config_defaults():
 
 def test_target_driven_solve(kuhn):
     state = cfrjax.init(kuhn, rule="cfr+", order="alternating", dtype="float64")
-    fixed, full = cfrjax.solve(kuhn, state, 1000, eval_every=50)
+    fixed, full = cfrjax.solve_with_trace(kuhn, state, 1000, eval_every=50)
     eps = 1e-3
     first = int(np.argmax(np.asarray(full.exploitability) <= eps))
     assert float(full.exploitability[first]) <= eps and first > 0
-    out, trace = cfrjax.solve(kuhn, state, eval_every=50, target_exploitability=eps, max_iterations=1000)
+    out, trace = cfrjax.solve_with_trace(kuhn, state, eval_every=50, target_exploitability=eps, max_iterations=1000)
     np.testing.assert_array_equal(np.asarray(trace.iteration), np.asarray(full.iteration)[:first + 1])
     np.testing.assert_allclose(trace.exploitability, full.exploitability[:first + 1], rtol=1e-12)
     assert int(out.iteration) == int(trace.iteration[-1]) == 50 * (first + 1)
@@ -165,18 +165,18 @@ def test_target_driven_solve(kuhn):
     # The target is a traced argument: the cases below reuse the executable of the run above
     # (same eval_every, same number of chunks); on a CPU compiling dominates.
     # Unreachable target: runs to the cap, evaluated there too (a last chunk of 49).
-    out, trace = cfrjax.solve(kuhn, state, eval_every=50, target_exploitability=0.0, max_iterations=1049)
+    out, trace = cfrjax.solve_with_trace(kuhn, state, eval_every=50, target_exploitability=0.0, max_iterations=1049)
     np.testing.assert_array_equal(np.asarray(trace.iteration), list(range(50, 1001, 50)) + [1049])
     assert int(out.iteration) == 1049
     # Already below target at the first checkpoint.
-    out, trace = cfrjax.solve(kuhn, state, eval_every=50, target_exploitability=1.0, max_iterations=1000)
+    out, trace = cfrjax.solve_with_trace(kuhn, state, eval_every=50, target_exploitability=1.0, max_iterations=1000)
     assert list(np.asarray(trace.iteration)) == [50]
     with pytest.raises(ValueError):
-        cfrjax.solve(kuhn, state, 10, target_exploitability=1e-3, max_iterations=100, eval_every=10)
+        cfrjax.solve_with_trace(kuhn, state, 10, target_exploitability=1e-3, max_iterations=100, eval_every=10)
     with pytest.raises(ValueError):
-        cfrjax.solve(kuhn, state, target_exploitability=1e-3)
+        cfrjax.solve_with_trace(kuhn, state, target_exploitability=1e-3)
     with pytest.raises(ValueError, match="-1"):
-        cfrjax.solve(kuhn, state, target_exploitability=-1, max_iterations=100)
+        cfrjax.solve_with_trace(kuhn, state, target_exploitability=-1, max_iterations=100)
 
 
 def _postflop_params(s):
@@ -231,7 +231,7 @@ def test_dcfr_postflop_converges_on_kuhn(kuhn):
     """Kuhn poker (game value -1/18): exploitability falls towards 0 and the value
     reaches -1/18, float64, alternating (postflop-solver's order)."""
     state = cfrjax.init(kuhn, rule="dcfr-postflop", order="alternating", dtype="float64")
-    _, trace = cfrjax.solve(kuhn, state, 1024, eval_every=256)
+    _, trace = cfrjax.solve_with_trace(kuhn, state, 1024, eval_every=256)
     expl = np.asarray(trace.exploitability)
     assert np.all(np.diff(expl) < 0), expl
     assert expl[-1] < 1.5e-4, expl

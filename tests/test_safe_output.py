@@ -130,7 +130,7 @@ def test_a_failed_checkpoint_write_keeps_the_state(tmp_path, monkeypatch, capsys
     kept = [f for f in os.listdir(work) if f.startswith("cfrjax-run-") and f.endswith(".ckpt")]
     assert code == 2 and len(kept) == 1, (out.err, os.listdir(work))
     assert "stopped at iteration 10" in line and f"--checkpoint {work / kept[0]}" in line, line
-    assert int(cfrjax.checkpoint_info(str(work / kept[0]))["iteration"]) == 10
+    assert int(cfrjax.checkpoint.checkpoint_info(str(work / kept[0]))["iteration"]) == 10
 
 
 # ----------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Per-hand answers at a public node (`cfrjax.node_report`) and `cfrjax show SPOT NODE`.
+"""Per-hand answers at a public node (`cfrjax.public.report.node_report`) and `cfrjax show SPOT NODE`.
 
 The issue's acceptance: the per-hand EVs weighted by the combos reaching the root (range
 weight times the opponent's compatible mass) give the root value, `cfrjax.expected_value`.
@@ -252,7 +252,7 @@ def test_cli_show_table_and_exports(river, tmp_path, capsys):
     assert f"  csv: {out_csv}" in out and f"  npz: {out_npz}" in out
     assert out[1] == f"  solution: checkpoint {ckpt} (dcfr alternating, iteration 0); exploitability 0.125 " \
                      "(0.6250% of the pot)"
-    back = cfrjax.load_report(out_npz)
+    back = cfrjax.public.report.load_report(out_npz)
     assert (back.game, back.node, back.player, back.actions, back.hands) == \
         (report.game, "k.b20", 0, ("fold", "call"), report.hands)
     for name in ("weight", "combos", "ev", "equity", "strategy"):

@@ -105,7 +105,7 @@ def test_step_does_not_retrace(kuhn):
 
 def test_eval_trace(kuhn):
     state = cfrjax.init(kuhn, order="alternating")
-    final, trace = cfrjax.solve(kuhn, state, 250, eval_every=100)
+    final, trace = cfrjax.solve_with_trace(kuhn, state, 250, eval_every=100)
     np.testing.assert_array_equal(np.asarray(trace.iteration), [100, 200, 250])
     plain = cfrjax.solve(kuhn, state, 250)
     chex.assert_trees_all_equal(final, plain)

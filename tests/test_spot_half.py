@@ -28,16 +28,16 @@ CONFIGS = [(rule, order, "float32") for rule in cfrjax.rules.RULES if KERNELS["s
 def _plan(on: bool):
     """The auto plan with the native update (`_native_half`, tests/test_native_half.py) off
     (the path where native code cannot be built) and `_spot_half` on or off."""
-    return dataclasses.replace(cfrjax.resolve_plan(platform="cpu"), native_half=False, cpu_spot_half=on)
+    return dataclasses.replace(cfrjax.plan.resolve_plan(platform="cpu"), native_half=False, cpu_spot_half=on)
 
 
 @pytest.fixture(scope="module")
 def river():
-    return cfrjax.use_plan(cfrjax.load_game(RIVER, form="public", random_hands=40, seed=7), _plan(True))
+    return cfrjax.plan.use(cfrjax.load_game(RIVER, form="public", random_hands=40, seed=7), _plan(True))
 
 
 def _solve(game, rule, order, dtype, on, iterations=12):
-    game = cfrjax.use_plan(game, _plan(on))
+    game = cfrjax.plan.use(game, _plan(on))
     state = cfrjax.init(game, rule=rule, order=order, dtype=dtype)
     return cfrjax.solve(game, state, iterations)
 

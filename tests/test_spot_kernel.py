@@ -34,7 +34,7 @@ def kernels_plan(name: str, on: bool) -> cfrjax.Plan:
     """The auto plan with Pallas kernel `name` on (compiled on an NVIDIA GPU, else in
     Pallas's interpreter) or off; off, the XLA passes' generic updates also on a CPU (not
     the CPU's fused updates, which the kernels replace where they run)."""
-    auto = cfrjax.resolve_plan()
+    auto = cfrjax.plan.resolve_plan()
     if on:
         return dataclasses.replace(auto, interpret=() if GPU else (name,))
     return dataclasses.replace(auto, pallas=tuple(k for k in auto.pallas if k != name), native_half=False,
@@ -45,7 +45,7 @@ def _solve(game, state, n, enabled: bool):
     """`n` iterations under the plan with the spot kernels on or off."""
     def run(g, s):
         return jax.lax.fori_loop(0, n, lambda i, s: cfrjax.step(g, s), s)
-    game = cfrjax.use_plan(game, kernels_plan("spot", enabled))
+    game = cfrjax.plan.use(game, kernels_plan("spot", enabled))
     return jax.jit(run)(game, state), str(jax.make_jaxpr(run)(game, state))
 
 
@@ -89,7 +89,7 @@ def test_kernels_per_half_iteration(river, monkeypatch):
     """Load-immune gate: a (half-)iteration traces the operand kernel, one matmul and the
     update kernel, nothing else of the passes (H200, full-range river, CFR+: 5.8 -> 4.8
     kernels and 17.1 -> 9.8 us a simultaneous iteration, `ab_spot_kernel_h200.jsonl`)."""
-    river = cfrjax.use_plan(river, kernels_plan("spot", True))
+    river = cfrjax.plan.use(river, kernels_plan("spot", True))
     for order, halves in (("simultaneous", 1), ("alternating", 2)):
         state = cfrjax.init(river, rule="cfr+", order=order, dtype="float32")
         text = str(jax.make_jaxpr(cfrjax.step)(river, state))
@@ -102,7 +102,7 @@ def test_other_solves_keep_the_xla_passes(river, monkeypatch):
     """The kernels run only what they implement: not for predictive rules, float64,
     sorted terminals, a raked spot, several subgames' ranges (a batch), a leaf function's
     state, or a large tree under simultaneous order; nor on a CPU outside the tests."""
-    river = cfrjax.use_plan(river, kernels_plan("spot", True))
+    river = cfrjax.plan.use(river, kernels_plan("spot", True))
     cfg = lambda **kw: cfrjax.init(river, **{"rule": "dcfr", "dtype": "float32", **kw}).config   # noqa: E731
     assert spot_kernel.suits(river, cfg())
     assert not spot_kernel.suits(river, cfg(rule="pcfr+"))
@@ -122,7 +122,7 @@ def test_other_solves_keep_the_xla_passes(river, monkeypatch):
     s64 = cfrjax.init(river, rule="dcfr", dtype="float64")      # (the suite runs with x64 enabled)
     assert "cfrjax_spot" not in str(jax.make_jaxpr(cfrjax.step)(river, s64))
     if not GPU:   # the auto plan of a CPU
-        assert "cfrjax_spot" not in str(jax.make_jaxpr(cfrjax.step)(cfrjax.use_plan(river), state))
+        assert "cfrjax_spot" not in str(jax.make_jaxpr(cfrjax.step)(cfrjax.plan.use(river), state))
 
 
 def test_plan_is_the_forest_arrays(river):
@@ -193,8 +193,8 @@ def test_turn_kernels_equal_the_xla_passes(rule, order, monkeypatch):
     from cfrjax.public import turn_kernel
     g = build_public(load_poker_config(cfrjax.load.spec_path("hunl_turn_full")))
     state = cfrjax.solve(g, cfrjax.init(g, rule=rule, order=order, dtype="float32"), 5)
-    xla = jax.jit(cfrjax.step)(cfrjax.use_plan(g, kernels_plan("turn", False)), state)
-    g = cfrjax.use_plan(g, kernels_plan("turn", True))
+    xla = jax.jit(cfrjax.step)(cfrjax.plan.use(g, kernels_plan("turn", False)), state)
+    g = cfrjax.plan.use(g, kernels_plan("turn", True))
     assert "cfrjax_turn_forest" in str(jax.make_jaxpr(cfrjax.step)(g, state))
     got = jax.jit(cfrjax.step)(g, state)
     for f in ("regret", "avg"):

@@ -1,4 +1,4 @@
-"""Solving to a target: `cfrjax solve GAME --target X|X%`, `solve(target_exploitability=...)`,
+"""Solving to a target: `cfrjax solve GAME --target X|X%`, `solve_with_trace(target_exploitability=...)`,
 `solve_chunks(target=...)` and `solve-batch --target` share one rule (stop at the first
 evaluation at or below the target, `cfrjax.driver.target_reached`) and one evaluation
 schedule (`target_evaluations`). The command runs in this process (`cli.main`)."""
@@ -28,7 +28,7 @@ def _cli(capsys, *args):
 def _curve(game, last):
     """Exploitability at each evaluation of the command's default solve up to `last`
     iterations: the Python API's target mode with a target never met (no stop involved)."""
-    _, trace = cfrjax.solve(game, cfrjax.init(game, dtype="float32"), target_exploitability=0.0, max_iterations=last)
+    _, trace = cfrjax.solve_with_trace(game, cfrjax.init(game, dtype="float32"), target_exploitability=0.0, max_iterations=last)
     return dict(zip(np.asarray(trace.iteration).tolist(), np.asarray(trace.exploitability).tolist()))
 
 
@@ -43,7 +43,7 @@ def test_schedule():
 
 def test_schedule_counts_from_the_starting_state():
     """A warm start's target solve evaluates 10, 20, ... iterations after its start, as
-    `solve(target_exploitability=...)` from that state does (nothing compiled here)."""
+    `solve_with_trace(target_exploitability=...)` from that state does (nothing compiled here)."""
     game = cfrjax.load_game("kuhn_poker")
     state = cfrjax.init(game)
     warm = dataclasses.replace(state, iteration=np.asarray(5, state.iteration.dtype))
@@ -121,7 +121,7 @@ def test_a_resumed_run_keeps_its_target(capsys, tmp_path):
     assert code == 0 and r["target_reached"] and r["resumed_from"] == 20 and r["exploitability"] <= 0.001, err
     # uninterrupted, in Python: the same stop, the same evaluations
     game = cfrjax.load_game("kuhn_poker")
-    state, trace = cfrjax.solve(game, cfrjax.init(game, dtype="float32"), target_exploitability=0.001,
+    state, trace = cfrjax.solve_with_trace(game, cfrjax.init(game, dtype="float32"), target_exploitability=0.001,
                                 max_iterations=2000)
     points = target_evaluations(2000)
     assert list(np.asarray(trace.iteration)) == points[:points.index(r["iterations"]) + 1]
@@ -157,11 +157,11 @@ def test_no_compile_per_evaluation(no_kept_programs):
     game = cfrjax.load_game("kuhn_poker")
     s0 = cfrjax.init(game, dtype="float64")
     with compile_count() as first:
-        _, trace = cfrjax.solve(game, s0, target_exploitability=1e-12, max_iterations=400)
+        _, trace = cfrjax.solve_with_trace(game, s0, target_exploitability=1e-12, max_iterations=400)
     assert len(trace.iteration) == len(target_evaluations(400)) >= 10
     assert first.requests <= 3, first.requests        # the chunk, the evaluation (and at most one more)
     with compile_count() as again:                     # another target: nothing new
-        cfrjax.solve(game, s0, target_exploitability=1e-11, max_iterations=400)
+        cfrjax.solve_with_trace(game, s0, target_exploitability=1e-11, max_iterations=400)
     run = cfrjax.solve_chunks(game, s0, 400, target=1e-12)
     run.compile()
     with compile_count() as chunks:

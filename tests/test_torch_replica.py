@@ -22,7 +22,7 @@ GOOFSPIEL4 = "turn_based_simultaneous_game(game=goofspiel(imp_info=True,num_card
 
 @pytest.fixture(scope="module")
 def specs():
-    return {name: cfrjax.spec_from_openspiel(name) for name in ("kuhn_poker", "leduc_poker", GOOFSPIEL4)}
+    return {name: cfrjax.games.openspiel.spec_from_openspiel(name) for name in ("kuhn_poker", "leduc_poker", GOOFSPIEL4)}
 
 
 @pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])

@@ -27,16 +27,16 @@ def solved():
 
 def _to_target(game, state, pot):
     """`(state, iterations run)` of a solve of `game` from `state` to `TARGET` of the pot."""
-    out, trace = cfrjax.solve(game, state, eval_every=5, target_exploitability=TARGET * pot, max_iterations=500)
+    out, trace = cfrjax.solve_with_trace(game, state, eval_every=5, target_exploitability=TARGET * pot, max_iterations=500)
     assert trace.exploitability[-1] < TARGET * pot, "did not reach the target"
     return out, int(trace.iteration[-1]) - int(state.iteration)
 
 
 def _narrowed(game):
     """`game` with every third hand of player 0's range removed."""
-    r0, r1 = cfrjax.root_ranges(game)
+    r0, r1 = cfrjax.poker.root_ranges(game)
     r0[np.flatnonzero(r0)[::3]] = 0.0
-    return cfrjax.set_root_ranges(game, r0, r1)
+    return cfrjax.poker.set_root_ranges(game, r0, r1)
 
 
 def test_narrowed_range_warm_start_beats_cold_start(solved):

@@ -425,7 +425,7 @@ def cfrjax_reference(game_name: str, rule: str, order: str, averaging: str, iter
     jax.config.update("jax_enable_x64", True)
     import cfrjax
     from cfrjax.strategy import policy_dict
-    game = cfrjax.load_game(cfrjax.spec_from_openspiel(game_name))
+    game = cfrjax.load_game(cfrjax.games.openspiel.spec_from_openspiel(game_name))
     state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float64")
     out = cfrjax.solve(game, state, iterations=iterations)
     state = out[0] if isinstance(out, tuple) else out
@@ -482,14 +482,14 @@ def cfrjax_timed(game_name: str, rule: str, order: str, averaging: str, iteratio
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, here)
     from common import environment, time_solve
-    game = cfrjax.load_game(cfrjax.spec_from_openspiel(game_name))
+    game = cfrjax.load_game(cfrjax.games.openspiel.spec_from_openspiel(game_name))
     state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float64")
     t = time_solve(game, state, iterations, repeats=repeats)
     out = cfrjax.solve(game, state, iterations)
     out = out[0] if isinstance(out, tuple) else out
     expl, value = cfrjax.evaluate(game, out)
     env = environment()
-    return dict(backend="cfrjax", game=game_name, form=cfrjax.form_name(game), rule=rule, order=order,
+    return dict(backend="cfrjax", game=game_name, form=cfrjax.forms.form_name(game), rule=rule, order=order,
                 averaging=averaging, precision="float64", device=f"{env['backend']} ({env['device']}, "
                 f"{env['cpu_count']} cores)", execution=f"jax {jax.__version__} {jax.default_backend()}, lax.scan",
                 versions=dict(jax=jax.__version__, commit=env["commit"]), exploitability=float(expl),
@@ -656,7 +656,7 @@ def cfrjax_trajectory(game_name: str, rule: str, order: str, averaging: str, ite
     import numpy as np
     import cfrjax
     from cfrjax.strategy import policy_dict
-    game = cfrjax.load_game(cfrjax.spec_from_openspiel(game_name), chance=chance)
+    game = cfrjax.load_game(cfrjax.games.openspiel.spec_from_openspiel(game_name), chance=chance)
     slots = policy_dict(game, np.arange(int(np.prod(game.slot_shape)), dtype=np.float64))
     perm = np.array([int(slots[j]["actions"][a]) for j, a in zip(infosets, actions)])
     state = cfrjax.init(game, rule=rule, order=order, averaging=averaging, dtype="float64")

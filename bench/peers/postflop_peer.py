@@ -48,7 +48,7 @@ orders of summation (threads) while staying 20x below the 1,000-iteration exploi
 Raked spots (`river_rake`, `turn_rake`: `hunl_*_full_rake`, rate 0.05, cap 3): the game is not
 zero-sum; its `compute_exploitability` is then ((BR_OOP - v_OOP) + (BR_IP - v_IP)) / 2 with
 `v = compute_current_ev`, as cfrjax's `exploitability` of a raked game, and the check also
-compares player 1's value (`value1`: `current_ev[1]` against `cfrjax.expected_values`).
+compares player 1's value (`value1`: `current_ev[1]` against `cfrjax.best_response.expected_values`).
 """
 
 from __future__ import annotations
@@ -299,7 +299,7 @@ def cfrjax_spot(spec_name: str, rule: str, iterations: int, repeats: int, dtype:
     expl, value = cfrjax.evaluate(game, out)
     env = environment()
     cfg = state.config if hasattr(state, "config") else None
-    return dict(backend="cfrjax", spot=spec_name, form=cfrjax.form_name(game), rule=rule,
+    return dict(backend="cfrjax", spot=spec_name, form=cfrjax.forms.form_name(game), rule=rule,
                 order=getattr(cfg, "order", "simultaneous"), averaging=getattr(cfg, "averaging", None),
                 precision=f"{dtype} iterations, float64 evaluation", threads="XLA CPU (all cores)",
                 device=f"{env['backend']} ({env['device']}, {env['cpu_count']} cores)",

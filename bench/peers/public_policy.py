@@ -40,7 +40,7 @@ def policy_from_nodes(game, hands, nodes, peer: str = "peer") -> np.ndarray:
     first). Every cfrjax decision node must be given exactly once."""
     import cfrjax
     labels = game.labels
-    policy = np.asarray(cfrjax.uniform_policy(game), np.float64).copy()
+    policy = np.asarray(cfrjax.policy.uniform_policy(game), np.float64).copy()
     codes = {c: k for k, c in enumerate(labels.node_codes)}
     hand_index = {frozenset((n[:2], n[2:])): h for h, n in enumerate(labels.hand_names)}
     cols = [np.array([hand_index[frozenset((s[:2], s[2:]))] for s in hs]) for hs in hands]
@@ -81,5 +81,5 @@ def evaluate(game, policy) -> dict:
     out = dict(value=float(cfrjax.expected_value(game, pol)), br0=br[0], br1=br[1],
                exploitability=float(cfrjax.exploitability(game, pol)))
     if cfrjax.forms.raked(game):
-        out["value1"] = float(cfrjax.expected_values(game, pol)[1])
+        out["value1"] = float(cfrjax.best_response.expected_values(game, pol)[1])
     return out

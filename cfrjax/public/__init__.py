@@ -9,8 +9,14 @@ passes (regrets, best response, expected values, `set_ranges`; raked spots too:
 `cfrjax.games.poker.public_tree.build_public(config)`.
 """
 
+from cfrjax import _submodule
 from cfrjax.public.game import PublicGame, PublicLabels
 from cfrjax.public.passes import best_response_values, expected_value, expected_values, regret_pass, set_ranges
 
 __all__ = ["PublicGame", "PublicLabels", "best_response_values", "expected_value", "expected_values", "regret_pass",
            "set_ranges"]
+
+
+def __getattr__(name: str):
+    """A submodule (`cfrjax.public.report`, `cfrjax.public.depth`), imported on first use."""
+    return _submodule(__name__, name)

@@ -3,7 +3,7 @@
 Also reachable as `cfrjax.poker`: what writing a spot in Python needs, e.g.
 
     spot = cfrjax.poker.PokerSubgameSpec(board="Ks Js Th 7d", pot=20, stack=110,
-                                         range0="AA,KK,AKs", range1=cfrjax.parse_range("QQ-TT,AQs"),
+                                         range0="AA,KK,AKs", range1=cfrjax.poker.parse_range("QQ-TT,AQs"),
                                          betting={"bet": "50%, 100%", "raise": "2.5x"})
     game = cfrjax.load_game(spot)
 
@@ -17,7 +17,7 @@ Modules (data flows config -> builders; no cycles): `cards`, `evaluator`, `range
 `config` (`PokerSubgameSpec`); `deals` (deals, deal weights, `set_root_ranges`);
 `subgame` (tabular form: `build_spec`); `libratus` and `toml` (spec files -> config);
 `pot` (the starting pot, exploitability and targets in % of it);
-`strategy_files` (`cfrjax.strategy_table`'s rows as CSV or JSON).
+`strategy_files` (`cfrjax.strategy.strategy_table`'s rows as CSV or JSON).
 
 `build_spec(PokerSubgameSpec(...))` or `load_poker_toml("games/hunl_river.toml")`
 give a validated `GameSpec`; `load_libratus_endgame` reads the released Libratus

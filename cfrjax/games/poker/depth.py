@@ -68,7 +68,7 @@ def depth_limited(spot, leaf, **build) -> PublicGame:
       spot: the whole spot: a `PublicGame` of a turn or flop spot, a `PokerSubgameSpec`,
         or a `.toml` path.
       leaf: a `cfrjax.public.depth.LeafFunction`, or a callable taking the whole game and
-        returning one (e.g. `cfrjax.showdown_leaf`, `lambda g: cfrjax.exact_leaf(g, 200)`).
+        returning one (e.g. `cfrjax.public.depth.showdown_leaf`, `lambda g: cfrjax.public.depth.exact_leaf(g, 200)`).
       **build: passed to `build_public` when `spot` is not built yet (e.g.
         `hands="support"`).
 

@@ -137,7 +137,7 @@ def _finish(weights: np.ndarray, board, what: str) -> np.ndarray:
 def parse_range(text: str, board=None) -> np.ndarray:
     """A range string as weights per hole-card combo, with card removal against `board`.
 
-        w = cfrjax.parse_range("AA,KK,AKs:0.5,T9s-65s,A5s-A2s", board="Ks Js Th 7d 2c")
+        w = cfrjax.poker.parse_range("AA,KK,AKs:0.5,T9s-65s,A5s-A2s", board="Ks Js Th 7d 2c")
         w[cfrjax.poker.parse_combo("AhAd")]   # 1.0 (AA); AhKh 0.5 (AKs:0.5); AsKs 0.0 (the board's Ks)
 
     Args:
@@ -152,7 +152,7 @@ def parse_range(text: str, board=None) -> np.ndarray:
 
     Returns:
       `[1326]` float64 weights in combo order (`cfrjax.poker.COMBO_NAMES` names each
-      entry), the form `PokerSubgameSpec(range0=...)` and `cfrjax.set_root_ranges` take.
+      entry), the form `PokerSubgameSpec(range0=...)` and `cfrjax.poker.set_root_ranges` take.
 
     Raises:
       PokerSpecError: an unreadable token or weight, a negative or non-finite weight, or

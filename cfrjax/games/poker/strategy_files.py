@@ -1,6 +1,6 @@
-"""A poker spot's strategy as a file: `cfrjax.strategy_table`'s rows as CSV or JSON.
+"""A poker spot's strategy as a file: `cfrjax.strategy.strategy_table`'s rows as CSV or JSON.
 
-The rows are those of `cfrjax.strategy_table(game, policy)` for a poker subgame of either
+The rows are those of `cfrjax.strategy.strategy_table(game, policy)` for a poker subgame of either
 form: `{"infoset", "player", "action", "probability", "hand", "history"}`, one per
 (information set, action), the key `"P{player}|{hand}|{history}"`
 (`cfrjax.games.poker.subgame.KEY_FIELDS`). The files hold `FIELDS` (the key is made of
@@ -20,7 +20,7 @@ FIELDS = ("player", "hand", "history", "action", "probability")
 
 
 def _row(player, hand, history, action, probability) -> dict:
-    """A row of `cfrjax.strategy_table` from the fields of a file (hands printed as now,
+    """A row of `cfrjax.strategy.strategy_table` from the fields of a file (hands printed as now,
     high card first, whichever order the file has)."""
     player, hand = int(player), canonical_hand(hand, strict=False)
     return {"infoset": f"P{player}|{hand}|{history}", "player": player, "action": action,
@@ -32,12 +32,12 @@ def _fields(rows: list[dict]):
     for r in rows:
         if any(f not in r for f in FIELDS):
             raise ValueError(f"row {r!r} has no {'/'.join(f for f in FIELDS if f not in r)}: not a row of a poker "
-                             "spot's cfrjax.strategy_table")
+                             "spot's cfrjax.strategy.strategy_table")
         yield [r[f] for f in FIELDS]
 
 
 def write_strategy_json(rows: list[dict], path: str | os.PathLike, *, meta: dict | None = None) -> None:
-    """Write rows (from `cfrjax.strategy_table`) as JSON: `{"fields": [...], "rows": [[...], ...], "meta": {...}}`."""
+    """Write rows (from `cfrjax.strategy.strategy_table`) as JSON: `{"fields": [...], "rows": [[...], ...], "meta": {...}}`."""
     doc = {"fields": list(FIELDS), "rows": list(_fields(rows))}
     if meta is not None:
         doc["meta"] = meta
@@ -45,7 +45,7 @@ def write_strategy_json(rows: list[dict], path: str | os.PathLike, *, meta: dict
 
 
 def write_strategy_csv(rows: list[dict], path: str | os.PathLike) -> None:
-    """Write rows (from `cfrjax.strategy_table`) as CSV with a header line (probabilities with full precision)."""
+    """Write rows (from `cfrjax.strategy.strategy_table`) as CSV with a header line (probabilities with full precision)."""
     values = list(_fields(rows))
 
     def write(f):
@@ -57,13 +57,13 @@ def write_strategy_csv(rows: list[dict], path: str | os.PathLike) -> None:
 
 
 def read_strategy_csv(path: str | os.PathLike) -> list[dict]:
-    """Read a file written by `write_strategy_csv` back into `cfrjax.strategy_table`'s rows."""
+    """Read a file written by `write_strategy_csv` back into `cfrjax.strategy.strategy_table`'s rows."""
     with open(os.fspath(path), newline="") as f:
         return [_row(*(d[k] for k in FIELDS)) for d in csv.DictReader(f)]
 
 
 def read_strategy_json(path: str | os.PathLike) -> list[dict]:
-    """Read a file written by `write_strategy_json` back into `cfrjax.strategy_table`'s rows."""
+    """Read a file written by `write_strategy_json` back into `cfrjax.strategy.strategy_table`'s rows."""
     with open(os.fspath(path)) as f:
         doc = json.load(f)
     return [_row(**dict(zip(doc["fields"], row))) for row in doc["rows"]]

@@ -72,7 +72,7 @@ from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.games.poker.deals import subgame_deals
 from cfrjax.spec import CHANCE, PLAYER0, PLAYER1, TERMINAL, GameSpec
 
-#: The parts of an information-set key `P{player}|{hand}|{history}` (`cfrjax.strategy_table` columns).
+#: The parts of an information-set key `P{player}|{hand}|{history}` (`cfrjax.strategy.strategy_table` columns).
 KEY_FIELDS = ("player", "hand", "history")
 RIVER_CARDS = 44  # live river cards of a turn deal: 52 - 4 board - 4 hole cards
 
@@ -487,7 +487,7 @@ def build_spec(config: PokerSubgameSpec) -> GameSpec:
         "hands": [int(np.unique(h0).size), int(np.unique(h1).size)],
         # Each player's hands with positive weight (combo indices, ascending): the root's
         # children are the non-conflicting pairs of these, ordered by (hand0, hand1), so
-        # `root_deals` rebuilds the child -> (hand0, hand1) map (`cfrjax.set_root_ranges`).
+        # `root_deals` rebuilds the child -> (hand0, hand1) map (`cfrjax.poker.set_root_ranges`).
         "range_support": [np.unique(h0).tolist(), np.unique(h1).tolist()],
         "public_nodes_per_deal": int(np.count_nonzero(tpl.kind != CHANCE)),
         "paper_infosets": paper["infosets"],
