@@ -150,35 +150,6 @@ def _programs_off():
     programs.enable(None)
 
 
-# Memory maps of this process above which the executables are dropped after a module:
-# under half the kernel's default limit, leaving room for the next module (a compiled
-# solve of Kuhn maps about 200 regions; the module compiling most adds about 10,000).
-MAX_MAPS = 30_000
-
-
-def _memory_maps():
-    """Number of memory maps of this process, or None where /proc is not there."""
-    try:
-        with open("/proc/self/maps", "rb") as f:
-            return sum(1 for _ in f)
-    except OSError:
-        return None
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _release_executables():
-    """Drop JAX's compiled executables after a test module once they map more than
-    `MAX_MAPS` regions (after every module where that cannot be counted). XLA:CPU maps
-    every executable's code into memory; the whole suite keeps thousands alive and crossed
-    the kernel's per-process map limit (vm.max_map_count, 65,530 by default), crashing
-    inside a later compile. Below the bound, later modules reuse the executables (the
-    same games and configurations recur across modules; compiling dominates on a CPU)."""
-    yield
-    maps = _memory_maps()
-    if maps is None or maps > MAX_MAPS:
-        jax.clear_caches()
-
-
 @pytest.fixture(scope="module")
 def on_cpu():
     """The CPU as JAX's default device for a whole module, the games its module fixtures
