@@ -179,3 +179,18 @@ def test_command_line_plan_and_verbose(capsys):
         cli.main(["solve", "kuhn_poker", "--plan", "fast"])
     assert e.value.code == 2
     assert "cfrjax: error: argument --plan: invalid choice: 'fast' (choose from 'auto', 'xla')" in capsys.readouterr().err
+
+
+def test_no_test_drops_jaxs_caches():
+    """A path is chosen by the plan, part of jit's key: no test needs `jax.clear_caches()`
+    to see another path (and dropping every executable would cost later modules their
+    compiles). Read from the test sources, so a new call is caught here."""
+    import ast
+    import pathlib
+
+    calls = []
+    for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "clear_caches":
+                calls.append(f"{path.name}:{node.lineno}")
+    assert not calls, calls
