@@ -102,8 +102,7 @@ import numpy as np
 from cfrjax import passes, rules
 from cfrjax.game import fingerprint
 from cfrjax.policy import average_policy
-from cfrjax.public import passes as pp
-from cfrjax.public import terminals
+from cfrjax.public import forest, terminals, tree_passes
 from cfrjax.public.game import PublicGame
 from cfrjax.spec import CHANCE, TERMINAL
 
@@ -280,12 +279,12 @@ def leaf_reach(game: PublicGame, policy):
     """`[B, R, 2, H]` both players' reach (range weight included) at a depth-limited game's
     leaves under `policy` `[S, H]` (dead hands 0)."""
     def run(cpu):
-        tree = pp._Tree(game, "trunk")
+        tree = tree_passes.Tree(game, "trunk")
         dt = game.weights.dtype
         root = game.weights.astype(dt)[None]
-        reach = pp.forward(tree, passes.extend(policy.astype(dt)), root, 3)[game.root_chance]
+        reach = tree_passes.forward(tree, passes.extend(policy.astype(dt)), root, 3)[game.root_chance]
         return reach[None] * game.board_live.astype(dt)[:, None, None]
-    return pp._on_platform(run)
+    return tree_passes.on_platform(run)
 
 
 # ----------------------------------------------------------------------------------------
@@ -376,7 +375,7 @@ def _leaf_solve(inputs, r0, r1, iterations: int, regret=None, start=0):
     L, H = r0.shape
     R = L // B
     rho = jnp.stack([r0, r1], axis=1).reshape(B, R, 2, H)
-    tables = pp.board_tables(g, False)
+    tables = forest.board_tables(g, False)
     zeros = jnp.zeros((B, s0 + s1, H), r0.dtype)
     regret = zeros if regret is None else regret
 
@@ -395,7 +394,7 @@ def _leaf_solve(inputs, r0, r1, iterations: int, regret=None, start=0):
             ys = []
             for p, (lo, hi) in enumerate(((0, s0), (s0, s0 + s1))):   # player 0's half, then player 1's
                 sig = passes.regret_matching(slots, rules.strategy_regret(_INNER, regret, None))
-                out = pp._board(g, xs_of(tb, sig, regret), root, sig, (p,), "regret", False)
+                out = forest.board(g, xs_of(tb, sig, regret), root, sig, (p,), "regret", False)
                 regret = regret.at[lo:hi].set(rules.after_update(_INNER, out[f"regret{p}"]))
                 ys.append(_own_terms(g, sig, every)[lo:hi])
             a_t, b_t = rules.average_step(_INNER, t - start)
@@ -403,7 +402,7 @@ def _leaf_solve(inputs, r0, r1, iterations: int, regret=None, start=0):
         ts = start + jnp.arange(1, iterations + 1, dtype=r0.dtype)
         (regret, avg), _ = jax.lax.scan(it, (regret, jnp.zeros_like(regret)), ts)
         policy = _normalise(slots, avg)
-        vals = pp._board(g, xs_of(tb, policy), root, policy, (0, 1), "ev", False)["root"]
+        vals = forest.board(g, xs_of(tb, policy), root, policy, (0, 1), "ev", False)["root"]
         return policy, vals, regret
     return jax.vmap(board)(tables, rho, regret)
 
@@ -413,7 +412,7 @@ def _own_terms(g: PublicGame, policy, root):
     (from the forest roots' reach `root` `[R, 2, H]`) times the slot's probability."""
     s0, s1 = g.forest_slots
     node = g.forest_slot_node
-    reach = pp.forward(pp._Tree(g, "forest"), jnp.concatenate([policy, jnp.ones_like(policy[:1])]), root, 3)
+    reach = tree_passes.forward(tree_passes.Tree(g, "forest"), jnp.concatenate([policy, jnp.ones_like(policy[:1])]), root, 3)
     return jnp.concatenate([reach[node[:s0], 0], reach[node[s0:], 1]]) * policy
 
 
@@ -537,12 +536,12 @@ def below_cut_nashconv(whole: PublicGame, full, reach):
     (`leaf_reach`)."""
     (t0, t1), (s0, s1), split = whole.trunk_slots, whole.forest_slots, whole.slot_split
     B = whole.num_boards
-    tables = pp.board_tables(whole, False)
+    tables = forest.board_tables(whole, False)
     sig = jnp.concatenate([full[t0:t0 + B * s0].reshape(B, s0, -1), full[split + t1:].reshape(B, s1, -1)], axis=1)
 
     def board(tb, sg, root):
         xs = dict(tb, sig0=sg[:s0], sig1=sg[s0:])
-        br = pp._board(whole, xs, root, sg, (0, 1), "br", False)["root"]
-        ev = pp._board(whole, xs, root, sg, (0, 1), "ev", False)["root"]
+        br = forest.board(whole, xs, root, sg, (0, 1), "br", False)["root"]
+        ev = forest.board(whole, xs, root, sg, (0, 1), "ev", False)["root"]
         return jnp.sum(root * (br - ev))
     return jnp.sum(jax.vmap(board)(tables, sig, reach))

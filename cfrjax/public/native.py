@@ -7,9 +7,9 @@ as whole-array passes over memory. Three native calls replace them on CPU:
   formula of the XLA form as two loops over rows of `Q` contiguous numbers
   (`native_showdown.cc`); a batch with a board per subgame is one call too
   (`terminals._showdown_native_per_subgame`).
-* `forest`: every board's forest of a regret pass (`passes._board`), the boards split over
+* `forest`: every board's forest of a regret pass (`cfrjax.public.forest.board`), the boards split over
   the process's threads (`native_forest.cc`).
-* `half`: a river or turn spot's whole (half-)update (`passes._native_half`): regret
+* `half`: a river or turn spot's whole (half-)update (`cfrjax.public.native_calls.half`): regret
   matching, the trunk's and every board's passes, the regret and average updates, each
   board's rows read and written once while in the cache. Full-range spots, DCFR
   alternating, one core: river 0.108 -> 0.053 ms/iter, turn 58 -> 17.4
@@ -127,7 +127,7 @@ def showdown(x, sorted_t, cards_t, index_t):
 
 def forest(sig0, sig1, regret, root, live, fold_payoff, showdown_stake, norm, ints: dict, *, lanes: tuple,
            offsets: dict, slots: tuple, trunk: tuple = (0, 0), boards: int, roots: int, dealt: bool):
-    """Every board's forest of the public form's regret pass (`cfrjax.public.passes._board`
+    """Every board's forest of the public form's regret pass (`cfrjax.public.forest.board`
     with `mode="regret"`, unraked, sorted terminals) in one call, the boards split over
     the threads the process may run on (`native_forest.cc`).
 
