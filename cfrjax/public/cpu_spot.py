@@ -35,13 +35,11 @@ def half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, averag
     (the tests compare them), without their whole-array steps: each player's strategy is
     matched from its own rows (under alternating order the generic form joins the
     players' halves to match them, then adds the sentinel row, two copies of the slot
-    arrays), and the forest (`forest.board`) reads it directly. Full-range river, one core,
-    `bench/ab_switch.py` (`bench/results/cpu_spot_half.jsonl`): DCFR alternating 0.115 ->
-    0.104 ms/iter, CFR+ simultaneous 0.099 -> 0.094 (`dcfr-postflop`, generic both ways,
-    0.113 and 0.112). A turn spot's 48 boards looped
+    arrays), and the forest (`forest.board`) reads it directly. A turn spot's boards looped
     this way (each board matching and updating its own rows in the loop) ran slower than
-    the generic form, 49.7 -> 56.4 ms/iter: per board, the matching's small slices cost
-    more in dispatch than the whole-array passes they replace. `average`: `(mean, comp,
+    the generic form: per board, the matching's small slices cost more in dispatch than
+    the whole-array passes they replace (measurements: `bench/README.md`, "Measurements
+    behind the public form's choices"). `average`: `(mean, comp,
     y, b_t, w_t) -> (mean, comp)` (`cfrjax.iteration._average_update`: compensated in
     float32, the plain running mean in float64). Where the native library builds,
     `native_calls.half` runs instead (it covers these spots and more); this is the form

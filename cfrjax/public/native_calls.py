@@ -72,10 +72,7 @@ def half(game: PublicGame, config, regret, avg, comp, player, b_t, w_new, t, raw
     iteration's discount). The arithmetic of regret matching, `regret_pass`, the rule's
     update hooks and the average update (`cfrjax.iteration._average_update`), per board
     in the cache instead of in whole-array passes; equal to them to rounding
-    (`tests/test_native_half.py`). Full-range spots, DCFR alternating, side by side with
-    postflop-solver (`bench/cpu_speed.py`, `bench/results/cpu_speed.jsonl`, note
-    "session 26 final"): on one core river 0.108 -> 0.053 ms/iter, turn 58 -> 17.4
-    (postflop-solver 0.089 and 27.5).
+    (`tests/test_native_half.py`).
 
     `raw`: `((own rows, other rows) before this iteration's discount, its factors)`
     (`cfrjax.iteration._half`): with factors (LCFR, DCFR) the call matches undiscounted

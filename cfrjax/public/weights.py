@@ -36,8 +36,8 @@ def set_ranges(game: PublicGame, w0, w1) -> PublicGame:
 def range_weights(hand_cards, card_hands, w0, w1, xp=jnp):
     """`(weights [2, H, *batch], norm [*batch])` of `set_ranges`: the two ranges stacked and
     `Z`. `xp=numpy`: on the host, in the ranges' NumPy dtype (the builder, where a jitted
-    normaliser was a program to compile for every new game shape: 0.5 s of a full-range
-    turn's cold start on an H200)."""
+    normaliser would be a program to compile for every new game shape, on a cold start's
+    path)."""
     weights = xp.stack(xp.broadcast_arrays(w0, w1))
     compat = terminals.compat_sums(weights[1], hand_cards, card_hands, xp)
     return weights, xp.sum(weights[0] * compat, axis=0)
