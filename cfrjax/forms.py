@@ -31,7 +31,7 @@ and its form module provides the passes:
     `y`, the player's own reach at each slot times the slot's strategy (what the average
     accumulates); `sigma_ext` is the current strategy `[S + 1, ...]` with the sentinel row;
     the public form also takes `leaf=(state, coef)` for a depth-limited game with a stateful
-    leaf function and returns its new state third (`cfrjax.public.passes.leaf_values`);
+    leaf function and returns its new state third (`cfrjax.public.leaves.leaf_values`);
   `best_response_values(game, policy) -> [2]`, `expected_value(game, policy) -> []`
     (player 0's), `expected_values(game, policy) -> [2]` (both players'); optionally
     `evaluation(game, policy) -> (best_response_values, expected_values)` from one sweep
@@ -44,7 +44,7 @@ and its form module provides the passes:
     locked, locked_policy, leaf, t=t, raw=raw) -> (regret, avg, avg_comp) | None`: a (half-)update in
     the form's own kernels where it has them (the public form's one-board and turn spots
     on an NVIDIA GPU, `cfrjax.public.spot_kernel` and `turn_kernel`; a river or turn
-    spot's update as native code on CPU, `cfrjax.public.passes._native_half`), `None` to run
+    spot's update as native code on CPU, `cfrjax.public.native_calls.half`), `None` to run
     `regret_pass` and the generic updates (`cfrjax.iteration`). `average` is
     `cfrjax.iteration._average_update`'s: compensated in float32, plain in float64.
 

@@ -103,7 +103,7 @@ KERNELS = {k.name: k for k in (
     Kernel("native_half", "half_update", "native", "cfrjax.public.native:half", ("native", "native_half"),
            dtypes=("float32", "float64"), rules=Capabilities(clamped=True, discount_at_update=True,
                                                              unweighted_average=True)),
-    Kernel("spot_half", "half_update", "xla", "cfrjax.public.passes:_spot_half", ("cpu_spot_half",),
+    Kernel("spot_half", "half_update", "xla", "cfrjax.public.cpu_spot:half", ("cpu_spot_half",),
            dtypes=("float32", "float64"), rules=_PLAIN),
     Kernel("spot", "half_update", "pallas", "cfrjax.public.spot_kernel:half", ("pallas:spot",), devices=("gpu",),
            interpretable=True, rules=_PLAIN),

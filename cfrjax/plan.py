@@ -59,7 +59,7 @@ class Plan:
       native_forest: the boards' forests of a CPU regret pass as native code (with `native`).
       native_half: a river or turn spot's whole (half-)update as native code (with `native`).
       cpu_spot_half: a one-board spot's (half-)update on CPU as one XLA piece
-        (`cfrjax.public.passes._spot_half`) instead of the generic updates.
+        (`cfrjax.public.cpu_spot.half`) instead of the generic updates.
       cuda_showdown: float32 showdowns on an NVIDIA GPU as the CUDA kernel (else Pallas's).
       pallas: the Pallas kernels (`PALLAS`) that run on an NVIDIA GPU.
       interpret: Pallas kernels run by Pallas's interpreter on any platform (tests on CPU);

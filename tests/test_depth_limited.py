@@ -238,3 +238,56 @@ def test_showdown_leaf_is_the_spot_without_later_betting(street, request):
                                                                        rel=1e-12)
         np.testing.assert_allclose(np.asarray(cfrjax.best_response_values(cut, pol)),
                                    np.asarray(cfrjax.best_response_values(nobet, ref)), rtol=1e-12)
+
+
+def test_root_subgame_is_the_forest_below_its_root(whole):
+    """A leaf solve's game (`_root_subgame`: one forest root's subtree on one board, its own
+    public game) has, under the same strategies and the root's reach as its ranges, every
+    node's reach and values of the whole game's forest below that root, to the bit."""
+    from cfrjax.public import depth, forest
+    rng = np.random.default_rng(0)
+    pol = cfrjax.policy.normalize(whole, jnp.asarray(rng.random(whole.slot_shape)))
+    node_values = jax.jit(cfrjax.public.values.node_values)
+    nodes = node_values(whole, pol)
+    (t0, t1), (s0, s1), split, B = whole.trunk_slots, whole.forest_slots, whole.slot_split, whole.num_boards
+    below = jnp.concatenate([pol[t0:t0 + B * s0].reshape(B, s0, -1), pol[split + t1:].reshape(B, s1, -1)], axis=1)
+    root_of = np.asarray(whole.forest_root_of)
+    tables = forest.board_tables(whole, False)
+    for k in range(whole.num_roots):
+        sub, rows = depth._root_subgame(whole, k)
+        assert sub.num_boards == 1 and sub.num_roots == 1 and not sub.trunk_levels
+        for b in (0, B - 1):
+            g = depth._on_board(sub, {n: v[b] for n, v in tables.items()}, nodes["forest_reach"][b, k])
+            out = node_values(g, below[b, rows])
+            for name in ("forest_reach", "forest_values"):
+                np.testing.assert_array_equal(np.asarray(out[name][0]), np.asarray(nodes[name][b, root_of == k]))
+
+
+def test_exact_leaf_values_agree_with_a_full_depth_solve(whole):
+    """The leaf solves (`exact_leaf`, on the solver) against a full-depth solve of the same
+    spot, below the full solve's trunk: at every leaf, player 0's value of the subgame under
+    the leaf solves' strategies and under the full solve's are each within their profile's
+    gain from deviating below the cut (both players', at that leaf) of the subgame's
+    equilibrium value, so they differ by at most the sum; summed over the leaves, in
+    chips."""
+    from cfrjax.public import depth
+    pol = cfrjax.average_policy(whole, cfrjax.solve(whole, cfrjax.init(whole, dtype="float64"), 200))
+    leaf = cfrjax.exact_leaf(whole, 100, warm=None)
+    cut = cfrjax.depth_limited(whole, leaf)
+    (t0, t1), split, R = whole.trunk_slots, whole.slot_split, whole.num_roots
+    trunk = jnp.concatenate([pol[:t0], pol[split:split + t1]])
+    full, nc_leaf = jax.jit(lambda p: cfrjax.exact_leaf_policy(cut, p, leaf, whole))(trunk)
+
+    @jax.jit
+    def check(full, pol):
+        nodes = cfrjax.public.values.node_values(whole, pol)
+        reach = nodes["forest_reach"][:, :R]                                      # [B, R, 2, H] at the leaves
+
+        def value(values):   # [B, R]: player 0's value of each leaf's subgame
+            return jnp.sum(reach[:, :, 0] * values[:, :R, 0], axis=-1)
+        ours = value(cfrjax.public.values.node_values(whole, full)["forest_values"])
+        return jnp.sum(jnp.abs(ours - value(nodes["forest_values"]))), depth.below_cut_nashconv(whole, pol, reach)
+    gap, nc_whole = map(float, check(full, pol))
+    assert 0 <= float(nc_leaf) < 0.05 and 0 <= nc_whole < 0.05
+    assert gap <= float(nc_leaf) + nc_whole + 1e-9
+    assert gap > 0                                                                  # two different profiles

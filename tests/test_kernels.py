@@ -19,6 +19,7 @@ from cfrjax.games.poker.public_tree import build_public
 from cfrjax.kernels import KERNELS, OPERATIONS, by_operation
 from cfrjax.pallas_gpu import nvidia_gpu
 from cfrjax.public import passes as pp
+from cfrjax.public import sweep
 from selection import cases
 
 GPU = nvidia_gpu()
@@ -66,7 +67,7 @@ def _cpu_pass(game, dtype):
 def _accelerator_pass(game, dtype):
     """A regret pass of both players as an accelerator traces it (all boards at once,
     pulled sums), here on any platform."""
-    return jax.jit(lambda g, s, r: pp._sweep(g, s, (0, 1), "regret", False, r)[1:])(
+    return jax.jit(lambda g, s, r: sweep.sweep(g, s, (0, 1), "regret", False, r)[1:])(
         game, _sigma(game, dtype), jnp.zeros(game.slot_shape, dtype))
 
 
@@ -75,7 +76,7 @@ def _batch_pass(game, dtype):
     rng = np.random.default_rng(2)
     w = rng.random((2, game.num_hands, 32))
     g = pp.set_ranges(game, w[0], w[1])
-    return jax.jit(lambda g, s, r: pp._sweep(g, s, (0, 1), "regret", False, r)[1:])(
+    return jax.jit(lambda g, s, r: sweep.sweep(g, s, (0, 1), "regret", False, r)[1:])(
         g, _sigma(g, dtype), jnp.zeros(g.slot_shape + (32,), dtype))
 
 

@@ -22,6 +22,7 @@ import cfrjax
 from cfrjax import iteration
 from cfrjax.kernels import KERNELS
 from cfrjax.public import native
+from cfrjax.public import native_calls
 from cfrjax.public import passes as pp
 from selection import cases
 
@@ -144,8 +145,8 @@ def test_forest_equals_the_xla_boards(spots, spot, player):
 
 def _spy(monkeypatch):
     calls = []
-    real = pp._native_half
-    monkeypatch.setattr(pp, "_native_half", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = native_calls.half
+    monkeypatch.setattr(native_calls, "half", lambda *a, **k: calls.append(1) or real(*a, **k))
     return calls
 
 
@@ -161,11 +162,11 @@ def test_applies_only_where_it_runs(spots, monkeypatch):
     assert not calls                                   # predictive: the XLA updates
     raked = cfrjax.load_game("hunl_river_full_rake")
     state = cfrjax.init(raked, rule="dcfr", order="alternating", dtype="float32")
-    assert not pp._native_half_applies(raked, state.config, state.regret, state.avg_comp, None, None)   # raked
+    assert not native_calls.half_applies(raked, state.config, state.regret, state.avg_comp, None, None)   # raked
     state = cfrjax.init(river, rule="dcfr", order="alternating", dtype="float32")
-    assert pp._native_half_applies(river, state.config, state.regret, state.avg_comp, None, None)
+    assert native_calls.half_applies(river, state.config, state.regret, state.avg_comp, None, None)
     batch = pp.set_ranges(river, np.ones((river.num_hands, 2)), np.ones((river.num_hands, 2)))
-    assert not pp._native_half_applies(batch, state.config, state.regret, state.avg_comp, None, None)  # batch axes
+    assert not native_calls.half_applies(batch, state.config, state.regret, state.avg_comp, None, None)  # batch axes
 
 
 def test_under_vmap_equals_a_loop(spots, monkeypatch):

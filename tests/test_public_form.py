@@ -22,7 +22,7 @@ import cfrjax
 from cfrjax import passes
 from cfrjax.games.poker import PokerSpecError, PokerSubgameSpec, build_spec, load_libratus_endgame, load_poker_config
 from cfrjax.games.poker.public_tree import build_public
-from cfrjax.public import passes as pp, showdown_kernel
+from cfrjax.public import passes as pp, showdown_kernel, sweep
 from cfrjax.public.game import PublicGame
 from selection import cases
 
@@ -399,7 +399,7 @@ def test_cfr_iterations_match_tabular():
 def _accelerator_lowering(game, sigma_ext):
     """The non-CPU branch on CPU: all boards at once (vmap), pulled sums, cumsum, and dense
     terminals where built."""
-    return pp._sweep(game, sigma_ext, (0, 1), "regret", False, jnp.zeros(game.slot_shape))[1:]
+    return sweep.sweep(game, sigma_ext, (0, 1), "regret", False, jnp.zeros(game.slot_shape))[1:]
 
 
 @pytest.mark.parametrize("case", ["river", "turn"])

@@ -1,4 +1,4 @@
-"""A one-board spot's (half-)update on CPU in one piece (`cfrjax.public.passes._spot_half`).
+"""A one-board spot's (half-)update on CPU in one piece (`cfrjax.public.cpu_spot.half`).
 
 It must give the generic updates' numbers (regret matching of the whole slot arrays,
 `regret_pass`, `cfrjax.iteration`'s rule hooks and average) bit for bit: the same
@@ -14,7 +14,7 @@ import pytest
 
 import cfrjax
 from cfrjax.kernels import KERNELS
-from cfrjax.public import passes as public_passes
+from cfrjax.public import cpu_spot
 
 # The CPU's path: on the CPU also on a GPU machine (the `river` game built there too).
 pytestmark = pytest.mark.usefixtures("on_cpu")
@@ -53,8 +53,8 @@ def test_spot_half_equals_generic_updates_bit_for_bit(river, rule, order, dtype)
 
 def test_spot_half_applies_only_where_it_runs(river, monkeypatch):
     calls = []
-    real = public_passes._spot_half
-    monkeypatch.setattr(public_passes, "_spot_half", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = cpu_spot.half
+    monkeypatch.setattr(cpu_spot, "half", lambda *a, **k: calls.append(1) or real(*a, **k))
     cfrjax.solve(river, cfrjax.init(river, rule="dcfr", order="alternating", dtype="float32"), 2)
     assert calls, "a river spot's update ran the generic form"
     calls.clear()
@@ -62,4 +62,4 @@ def test_spot_half_applies_only_where_it_runs(river, monkeypatch):
     assert not calls                               # predictive: the generic form
     turn = cfrjax.load_game("games/hunl_turn.toml", form="public", random_hands=12)
     state = cfrjax.init(turn, rule="dcfr", order="alternating", dtype="float32")
-    assert not public_passes._spot_half_applies(turn, state.config, state.regret, None, None)
+    assert not cpu_spot.applies(turn, state.config, state.regret, None, None)

@@ -11,9 +11,8 @@ GPU against the XLA form).
 Built on first use (`cfrjax.public.ffi_library`) with the CUDA toolkit's `nvcc`
 (`$CUDACXX`, `$CUDA_HOME/bin/nvcc`, `nvcc` on the path, `/usr/local/cuda/bin/nvcc`) for the
 architectures it supports among sm_75 (Turing, Colab's T4), sm_80 (Ampere, Ada runs it)
-and sm_90 (Hopper), plus PTX for newer GPUs: 13-16 s once per machine on the H200's host
-(before the architectures were compiled side by side, `--threads=0`: not timed since),
-kept beside the CPU library under `~/.cache/cfrjax/native`. Without
+and sm_90 (Hopper), plus PTX for newer GPUs, side by side (`--threads=0`): seconds once
+per machine, kept beside the CPU library under `~/.cache/cfrjax/native`. Without
 `nvcc`, or where the build fails, `available()` is false (the reason in
 `why_unavailable()`) and the Pallas kernel runs. `CFRJAX_CUDA=0` switches it off.
 """
@@ -37,15 +36,9 @@ __all__ = ["available", "fits", "showdown", "why_unavailable"]
 #: Threads per block, and node rows per block (side by side: each table index read serves
 #: them all): `MANY_ROWS_BLOCK` rows where a call has `MANY_ROWS` rows or more, else
 #: `ROWS`; built for 512 threads and 1, 2 or 4 rows (fewer where the GPU's shared memory
-#: per block does not hold them: a T4 has 64 KB, four of the turn's rows take 76). H200, the full-range turn, the
-#: kernel's microseconds per iteration, CFR+ simultaneous (2,400 rows a call) / DCFR
-#: alternating (1,200), with two hands a lane in the cards' scans: (512, 2) 32.9 / 35.2,
-#: (512, 4) 30.7 / 39.1. Before that change (a hand a lane): (512, 2) 34.5 / 36.9; (512,
-#: 1) 40.9 / 43.3, (512, 4) 33.4 / 42.7, (256, 2) 35.6 / 38.2, (1024, 2) 47.0 / 48.0; a
-#: minimum of 2, 3 blocks per multiprocessor (`__launch_bounds__`) at (512, 2) 34.4 / 36.6,
-#: 40.6 / 44.8; persistent blocks (a grid of one wave, each block a run of rows, keeping a
-#: subgame's tables in registers and loading the next row during this one) 34.1 / 38.4
-#: with a hand a lane, 32.0 / 36.5 with two: not kept. The Pallas kernel: 59.2 / 65.1.
+#: per block does not hold them: a T4 has 64 KB, four of the turn's rows take 76); two
+#: hands a lane in the cards' scans (the fastest measured on the full-range turn; the
+#: settings and forms tried: `bench/README.md`).
 THREADS, ROWS, MANY_ROWS, MANY_ROWS_BLOCK = 512, 2, 2400, 4
 
 _HERE = os.path.dirname(os.path.abspath(__file__))

@@ -69,24 +69,25 @@ leaf solves is a whole-game profile whose exploitability goes to 0 when, at iter
 strategies, weighted as the trunk's average is (the averaging weight of `t` times the
 player's reach of the leaf); re-solving the leaves at the average trunk's ranges is not
 such a profile (1.8-2.4% of the pot on a 3-hand turn spot where the issue asks for 0.5%).
-The stateful `exact_leaf` does this: each pass continues every board's DCFR from the
-previous pass's regrets for `warm` iterations, answers the values of these iterations'
-average strategy, and adds it, times each player's own reach (the leaf's `mass * r`) and
-the pass's `weight`, into a running mean that `completed_policy` normalises into the
-whole game's forest strategy (the completion's exploitability levels off above 0:
-measured floors in the README). Player p's leaf strategy enters only in p's half of an
-alternating iteration, the half whose trunk average term has the same weight. A leaf
-solve averages every hand's strategy with its own reach below the leaf only (not its
-range there), so a hand the current ranges do not hold still gets a solved strategy and
-its counterfactual value, not the uniform strategy's: with the range weight in, the trunk
-learned that an unheld hand's line was worth the uniform play's value and never took it
-(3% of the pot, stalled).
+The stateful `exact_leaf` does this: each pass continues every leaf's solver (the
+solver's own iteration, `cfrjax.driver.run_steps`) from the previous pass's state for
+`warm` iterations (regrets kept, average restarted), answers the values of these
+iterations' average strategy, and adds it, times each player's own reach (the leaf's
+`mass * r`) and the pass's `weight`, into a running mean that `completed_policy`
+normalises into the whole game's forest strategy (the completion's exploitability levels
+off above 0: measured floors in the README). Player p's leaf strategy enters only in p's
+half of an alternating iteration, the half whose trunk average term has the same weight.
+A leaf solve gives a hand its range does not hold a small weight (`exact_leaf`'s
+`unheld`), so that such a hand still gets a solved strategy and its counterfactual value,
+not the uniform strategy's (the solver averages with the own reach, range included): with
+the uniform play's value, the trunk learned that an unheld hand's line was worth that and
+never took it (3% of the pot, stalled). The leaf solves keep the whole game's normaliser
+in every pass, so warm-started regrets keep their units while the ranges move.
 
 Built-in leaf functions: `showdown_leaf` (both players check to showdown: a cheap
-baseline) and `exact_leaf` (solves the subtree below every leaf with the public form,
-DCFR batched over the boards, from the whole game's forest: it tests the machinery,
-since its CFR-D completion approaches a whole-game equilibrium: on a 3-hand turn spot to
-0.03-0.05% of the pot, where it levels off).
+baseline) and `exact_leaf` (solves the subtree below every leaf with the solver, each
+forest root's subtree a public game of its own, batched over the boards: it tests the
+machinery, since its CFR-D completion approaches a whole-game equilibrium).
 """
 
 from __future__ import annotations
@@ -101,11 +102,13 @@ import numpy as np
 
 from cfrjax import passes, rules
 from cfrjax.game import fingerprint
-from cfrjax.policy import average_policy
-from cfrjax.public import passes as pp
-from cfrjax.public import terminals
+from cfrjax.driver import run_steps
+from cfrjax.policy import average_policy, normalize
+from cfrjax.public import forest, terminals, tree_passes
+from cfrjax.public import values as pub_values
 from cfrjax.public.game import PublicGame
 from cfrjax.spec import CHANCE, TERMINAL
+from cfrjax.state import init
 
 #: `trunk_dealt` of a trunk node above every dealt card (a flop's flop street).
 from cfrjax.deck import NO_CARD as _NO_CARD
@@ -116,6 +119,9 @@ __all__ = ["LeafFunction", "below_cut_nashconv", "completed_policy", "cut", "exa
 _INPUTS = ("board", "pot", "stack", "live", "hands", "leaf_hand", "chance")
 #: The leaf solves of `exact_leaf`: DCFR (1.5, 0, 2), alternating (player 0's half first).
 _INNER = rules.Config(rule="dcfr", order="alternating")
+#: A board's own leaves of a public game (`PublicGame.BOARD_TABLES`, the dense showdown
+#: where built): what `_on_board` puts into a leaf's subgame.
+_BOARD_TABLES = ("sd_sorted", "sd_card_sorted", "sd_index", "dense_showdown")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -280,12 +286,12 @@ def leaf_reach(game: PublicGame, policy):
     """`[B, R, 2, H]` both players' reach (range weight included) at a depth-limited game's
     leaves under `policy` `[S, H]` (dead hands 0)."""
     def run(cpu):
-        tree = pp._Tree(game, "trunk")
+        tree = tree_passes.Tree(game, "trunk")
         dt = game.weights.dtype
         root = game.weights.astype(dt)[None]
-        reach = pp.forward(tree, passes.extend(policy.astype(dt)), root, 3)[game.root_chance]
+        reach = tree_passes.forward(tree, passes.extend(policy.astype(dt)), root, 3)[game.root_chance]
         return reach[None] * game.board_live.astype(dt)[:, None, None]
-    return pp._on_platform(run)
+    return tree_passes.on_platform(run)
 
 
 # ----------------------------------------------------------------------------------------
@@ -361,51 +367,152 @@ def _forest_slots(game: PublicGame) -> _Slots:
                   slot_uniform=jnp.asarray(uni[rows]), max_actions=int(counts.max(initial=1)))
 
 
-def _leaf_solve(inputs, r0, r1, iterations: int, regret=None, start=0):
-    """DCFR (`_INNER`) on every board's forest from the leaves' normalised ranges `r0, r1`
-    `[L, H]`: `iterations` of it, numbered `start + 1, ...`, from the cumulative regrets
-    `regret` `[B, s0 + s1, H]` (default zeros, `start` 0: a fresh solve).
+def _root_subgame(whole: PublicGame, k: int):
+    """Forest root `k`'s subtree of `whole` (a turn spot) as a one-board game of its own.
+
+    Returns `(game, rows)`: a `PublicGame` like a river spot's (no trunk, one root, one
+    board: board 0's tables and live hands, which `_on_board` replaces by another board's),
+    its nodes the subtree's in the forest's breadth-first order and its slots the
+    subtree's (player 0's, then player 1's, in forest order); `rows` `[S_k]` are those
+    slots' rows in a board's forest slots `[s0 + s1]`."""
+    root_of = np.asarray(whole.forest_root_of)
+    keep = root_of == k
+    new = np.cumsum(keep) - 1
+    before = np.concatenate([[0], np.cumsum(keep)])                            # kept nodes before index i
+    nodes = np.flatnonzero(keep)
+    n = nodes.size
+    s0, s1 = whole.forest_slots
+    slot_node = np.asarray(whole.forest_slot_node)
+    rows = np.flatnonzero(keep[slot_node])                                     # forest slot rows, in order
+    k0 = int(np.count_nonzero(rows < s0))
+    remap = np.full(s0 + s1 + 1, rows.size, np.int64)                          # sentinel -> the new sentinel
+    remap[rows] = np.arange(rows.size)
+    folds_old, sds_old = np.asarray(whole.forest_fold_node), np.asarray(whole.forest_showdown_node)
+    fmask, smask = keep[folds_old], keep[sds_old]
+    folds, sds = new[folds_old[fmask]], new[sds_old[smask]]
+    F, K = folds.size, sds.size
+    pos = np.full(n, F + K, np.int64)
+    pos[folds], pos[sds] = np.arange(F), F + np.arange(K)
+    child_start = np.concatenate([before[np.asarray(whole.forest_child_start)[nodes]], [n]])
+    nchild = np.diff(child_start)
+    levels = [int(before[x]) for x in whole.forest_levels]
+    levels = tuple(levels[:1 + int(np.count_nonzero(np.diff(levels)))])      # the subtree's levels
+    spans = list(zip(levels[:-1], levels[1:]))
+    (t0, t1), split = whole.trunk_slots, whole.slot_split
+    inf = np.asarray(whole.slot_infoset)[np.where(rows < s0, t0 + rows, split + t1 + rows - s0)]   # board 0's
+    _, local = np.unique(inf, return_inverse=True)
+    counts = np.bincount(local)
+    start = np.concatenate([[0], np.cumsum(counts)])
+    fdt = whole.slot_uniform.dtype
+    i32 = lambda x: jnp.asarray(x, jnp.int32)   # noqa: E731
+    empty = i32(np.zeros(0))
+    raked = whole.raked
+    sub = dataclasses.replace(
+        whole,
+        trunk_parent=empty, trunk_child_start=i32([0]), trunk_owner=empty, trunk_lane_slot=i32(np.zeros((0, 2))),
+        trunk_term_pos=empty, trunk_fold_node=empty, trunk_fold_payoff=jnp.zeros(0, fdt), trunk_slot_node=empty,
+        trunk_slot_child=empty, root_chance=i32([0]), trunk_dealt=None, board_group=None,
+        trunk_fold_values=jnp.zeros((0, 2), fdt) if raked else None,
+        forest_parent=i32(new[np.asarray(whole.forest_parent)[nodes]]), forest_child_start=i32(child_start),
+        forest_owner=i32(np.asarray(whole.forest_owner)[nodes]),
+        forest_lane_slot=i32(remap[np.asarray(whole.forest_lane_slot)[nodes]]), forest_term_pos=i32(pos),
+        forest_slot_node=i32(new[slot_node[rows]]),
+        forest_slot_child=i32(new[np.asarray(whole.forest_slot_child)[rows]]),
+        forest_path=i32(remap[np.asarray(whole.forest_path)[nodes]]), forest_root_of=i32(np.zeros(n)),
+        forest_fold_node=i32(folds), forest_fold_payoff=whole.forest_fold_payoff[fmask],
+        forest_showdown_node=i32(sds), forest_showdown_stake=whole.forest_showdown_stake[smask],
+        forest_fold_values=whole.forest_fold_values[fmask] if raked else None,
+        forest_showdown_rake=whole.forest_showdown_rake[smask] if raked else None,
+        board_live=whole.board_live[:1], sd_sorted=whole.sd_sorted[:1], sd_card_sorted=whole.sd_card_sorted[:1],
+        sd_index=whole.sd_index[:1],
+        dense_showdown=None if whole.dense_showdown is None else whole.dense_showdown[:1],
+        slot_infoset=i32(local), infoset_slot_start=i32(start), slot_uniform=jnp.asarray(whole.slot_uniform)[
+            jnp.asarray(np.where(rows < s0, t0 + rows, split + t1 + rows - s0))],
+        num_nodes=int(n), num_slots=int(rows.size), num_infosets=int(counts.size), num_boards=1,
+        trunk_levels=(), trunk_fanout=(), trunk_level_terms=(), trunk_level_dealt=(), board_groups=0,
+        forest_levels=levels, forest_fanout=tuple(int(nchild[lo:hi].max(initial=0)) for lo, hi in spans),
+        forest_level_terms=tuple(bool((pos[lo:hi] < F + K).any()) for lo, hi in spans),
+        trunk_slots=(0, 0), forest_slots=(k0, int(rows.size) - k0), slot_split=k0,
+        max_actions=int(counts.max(initial=1)), slot_runs=passes.slot_runs(start), forest_plan=None,
+        trunk_plan=None, labels=None)
+    return sub, rows
+
+
+def _root_groups(whole: PublicGame) -> tuple:
+    """The forest roots' subgames (`_root_subgame`), those of one shape stacked (one
+    program solves them all): `((game, roots, rows), ...)`, `game`'s leaves with a leading
+    axis over `roots` `[G_k]` (root ids) and `rows` `[G_k, S_k]`."""
+    groups = {}
+    for k in range(whole.num_roots):
+        sub, rows = _root_subgame(whole, k)
+        key = (jax.tree.structure(sub), tuple(jnp.shape(x) for x in jax.tree.leaves(sub)))
+        groups.setdefault(key, []).append((k, sub, rows))
+    return tuple((jax.tree.map(lambda *x: jnp.stack(x), *(g for _, g, _ in m)),
+                  jnp.asarray([k for k, _, _ in m], jnp.int32), jnp.asarray(np.stack([r for _, _, r in m]), jnp.int32))
+                 for m in groups.values())
+
+
+def _on_board(sub: PublicGame, tables: dict, w) -> PublicGame:
+    """`sub` (`_root_subgame`) on one board (`tables`: one board's slice of
+    `forest.board_tables`) with the range weights `w` `[2, H]`. The normaliser stays the
+    whole game's (`sub`'s), the same in every pass: a warm-started solve's regrets keep
+    their units while the ranges move (`set_ranges` would divide each pass by its own)."""
+    return dataclasses.replace(sub, board_live=tables["live"][None], weights=w,
+                               **{k: tables[k][None] for k in _BOARD_TABLES if k in tables})
+
+
+def _leaf_solve(data, rho, iterations: int, config, unheld: float, solvers=None):
+    """The leaf solves: every board's forest below every leaf, each root's subtree a game of
+    its own (`_root_subgame`) solved by the solver (`cfrjax.driver.run_steps`: `config`'s
+    rule, order and averaging, the plan's kernels), from the leaves' normalised ranges
+    `rho` `[B, R, 2, H]` (a hand a range does not hold weighted `unheld`, so that its
+    average strategy is a solved one, not the uniform), `iterations` of them.
+
+    `solvers`: the previous pass's states, one per group of `_root_groups`, `[G_k, B, ...]`
+    (`None`: fresh solves): their regrets continue, their averages restart.
 
     Returns:
-      `(policy, values, regret)`: the average policy of these iterations `[B, s0 + s1,
-      H]`, its root values `[B, R, 2, H]` in the whole game's units for the normalised
-      ranges, and the cumulative regrets after them.
+      `(policy, values, solvers)`: the average policies of these iterations in a board's
+      forest slots `[B, s0 + s1, H]`; the root values `[B, R, 2, H]` per hand (chance
+      included, times the whole game's normaliser: `_pot_relative` divides by the pot
+      and chance); the solvers' states.
     """
-    g, slots = inputs["data"]["game"], inputs["data"]["slots"]
-    B, (s0, s1) = g.num_boards, g.forest_slots
-    L, H = r0.shape
-    R = L // B
-    rho = jnp.stack([r0, r1], axis=1).reshape(B, R, 2, H)
-    tables = pp.board_tables(g, False)
-    zeros = jnp.zeros((B, s0 + s1, H), r0.dtype)
-    regret = zeros if regret is None else regret
+    whole = data["game"]
+    B, (s0, s1) = whole.num_boards, whole.forest_slots
+    R, H = whole.num_roots, whole.num_hands
+    dt = rho.dtype
+    config = dataclasses.replace(config, dtype=jnp.dtype(dt).name)
+    tables = forest.board_tables(whole, False)
+    policy = jnp.zeros((B, s0 + s1, H), dt)
+    vals = jnp.zeros((B, R, 2, H), dt)
+    new = []
+    for i, (sub, roots, rows) in enumerate(data["subgames"]):
+        def one(sub, tb, r, state):
+            game = _on_board(sub, tb, jnp.where(r > 0, r, jnp.asarray(unheld, dt)))
+            if state is None:
+                state = _fresh(game, config)
+            else:
+                state = dataclasses.replace(state, avg=jnp.zeros_like(state.avg),
+                                            avg_comp=jnp.zeros_like(state.avg_comp),
+                                            avg_weight=jnp.zeros_like(state.avg_weight))
+            state = run_steps(game, state, iterations)
+            pol = normalize(game, state.avg)
+            return pol, pub_values.hand_values(game, pol) * game.norm, state
+        boards = jax.vmap(one, in_axes=(None, 0, 0, 0))                        # over the boards
+        ks = roots
+        pol, v, state = jax.vmap(boards, in_axes=(0, None, 1, 0))(sub, tables, rho[:, ks],
+                                                                    None if solvers is None else solvers[i])
+        for j in range(len(roots)):                                            # [G_k, B, ...] -> the forest's
+            policy = policy.at[:, rows[j]].set(pol[j])
+        vals = vals.at[:, ks].set(jnp.moveaxis(v, 0, 1))
+        new.append(state)
+    return policy, vals, tuple(new)
 
-    def xs_of(tb, sig, regret=None):
-        xs = dict(tb, sig0=sig[:s0], sig1=sig[s0:])
-        if regret is not None:
-            xs.update(regret0=regret[:s0], regret1=regret[s0:])
-        return xs
 
-    def board(tb, root, regret):
-        every = jnp.broadcast_to(tb["live"].astype(r0.dtype), root.shape)   # each live hand's own reach 1
-
-        def it(carry, t):
-            regret, avg = carry
-            regret = rules.discount(_INNER, regret, t - 1)
-            ys = []
-            for p, (lo, hi) in enumerate(((0, s0), (s0, s0 + s1))):   # player 0's half, then player 1's
-                sig = passes.regret_matching(slots, rules.strategy_regret(_INNER, regret, None))
-                out = pp._board(g, xs_of(tb, sig, regret), root, sig, (p,), "regret", False)
-                regret = regret.at[lo:hi].set(rules.after_update(_INNER, out[f"regret{p}"]))
-                ys.append(_own_terms(g, sig, every)[lo:hi])
-            a_t, b_t = rules.average_step(_INNER, t - start)
-            return (regret, a_t * avg + b_t * jnp.concatenate(ys)), None
-        ts = start + jnp.arange(1, iterations + 1, dtype=r0.dtype)
-        (regret, avg), _ = jax.lax.scan(it, (regret, jnp.zeros_like(regret)), ts)
-        policy = _normalise(slots, avg)
-        vals = pp._board(g, xs_of(tb, policy), root, policy, (0, 1), "ev", False)["root"]
-        return policy, vals, regret
-    return jax.vmap(board)(tables, rho, regret)
+def _fresh(game: PublicGame, config):
+    """A fresh solver state of `game` under `config` (nothing locked)."""
+    state = init(game, dtype=config.dtype)
+    return dataclasses.replace(state, locked=None, locked_policy=None, config=config)
 
 
 def _own_terms(g: PublicGame, policy, root):
@@ -413,41 +520,48 @@ def _own_terms(g: PublicGame, policy, root):
     (from the forest roots' reach `root` `[R, 2, H]`) times the slot's probability."""
     s0, s1 = g.forest_slots
     node = g.forest_slot_node
-    reach = pp.forward(pp._Tree(g, "forest"), jnp.concatenate([policy, jnp.ones_like(policy[:1])]), root, 3)
+    reach = tree_passes.forward(tree_passes.Tree(g, "forest"), jnp.concatenate([policy, jnp.ones_like(policy[:1])]),
+                                root, 3)
     return jnp.concatenate([reach[node[:s0], 0], reach[node[s0:], 1]]) * policy
 
 
-def _normalise(slots: _Slots, avg):
-    """One board's policy `[s0 + s1, H]` from reach-weighted sums `avg` (uniform where 0)."""
-    total = passes.segment_sum_slots(slots, avg)
-    return jnp.where(total > 0, avg / jnp.where(total > 0, total, 1.0), slots.slot_uniform[:, None])
-
-
 def _pot_relative(inputs, vals):
-    """Leaf solves' root values `[B, R, 2, H]` (whole game's units, normalised ranges) as the
-    contract's pot-relative `(v0, v1)`, each `[L, H]`."""
-    g = inputs["data"]["game"]
+    """Leaf solves' root values `[B, R, 2, H]` (`_leaf_solve`'s, times the normaliser) as
+    the contract's pot-relative `(v0, v1)`, each `[L, H]`."""
     B, R, _, H = vals.shape
-    scale = g.norm / (inputs["chance"] * inputs["pot"])
+    scale = 1.0 / (inputs["chance"] * inputs["pot"])
     v = vals.reshape(B * R, 2, H) * scale[:, None, None]
     return v[:, 0], v[:, 1]
 
 
-def _exact(inputs, r0, r1, iterations: int):
-    _, vals, _ = _leaf_solve(inputs, r0, r1, iterations)                       # [B, R, 2, H], ranges normalised
+def _ranges(inputs, r0, r1):
+    """The leaves' normalised ranges `[B, R, 2, H]` from the contract's `r0, r1` `[L, H]`."""
+    B = inputs["data"]["game"].num_boards
+    L, H = r0.shape
+    return jnp.stack([r0, r1], axis=1).reshape(B, L // B, 2, H)
+
+
+def _exact(inputs, r0, r1, iterations: int, config, unheld: float):
+    _, vals, _ = _leaf_solve(inputs["data"], _ranges(inputs, r0, r1), iterations, config, unheld)
     return _pot_relative(inputs, vals)
 
 
-def _exact_init(inputs, dtype):
-    g = inputs["data"]["game"]
-    zeros = jnp.zeros((g.num_boards, sum(g.forest_slots), g.num_hands), dtype)
-    return {"regret": zeros, "avg": zeros, "t": jnp.zeros((), dtype)}
+def _exact_init(inputs, dtype, config):
+    data = inputs["data"]
+    g = data["game"]
+    config = dataclasses.replace(config, dtype=jnp.dtype(dtype).name)
+    solvers = tuple(jax.tree.map(lambda x: jnp.broadcast_to(x, (len(roots), g.num_boards) + jnp.shape(x)),
+                                 _fresh(jax.tree.map(lambda x: x[0], sub), config))
+                    for sub, roots, _ in data["subgames"])
+    return {"solvers": solvers, "avg": jnp.zeros((g.num_boards, sum(g.forest_slots), g.num_hands), dtype)}
 
 
-def _exact_update(inputs, r0, r1, state, step, warm: int):
-    """CFR-D's leaf solves (module docstring): `warm` DCFR iterations from the last pass's
-    regrets; their average policy gives the values and enters the reach-weighted average."""
-    policy, vals, regret = _leaf_solve(inputs, r0, r1, warm, state["regret"], state["t"])
+def _exact_update(inputs, r0, r1, state, step, warm: int, config, unheld: float):
+    """CFR-D's leaf solves (module docstring): `warm` iterations of every leaf's solver from
+    the last pass's state; their average policy gives the values and enters the
+    reach-weighted average."""
+    policy, vals, solvers = _leaf_solve(inputs["data"], _ranges(inputs, r0, r1), warm, config, unheld,
+                                        state["solvers"])
     g = inputs["data"]["game"]
     B, (s0, s1) = g.num_boards, g.forest_slots
     L, H = r0.shape
@@ -456,12 +570,14 @@ def _exact_update(inputs, r0, r1, state, step, warm: int):
     w = jnp.concatenate([jnp.full((s0,), step["weight"][0]), jnp.full((s1,), step["weight"][1])])[None, :, None]
     avg = state["avg"] + w * (y - state["avg"])
     v0, v1 = _pot_relative(inputs, vals)
-    return v0, v1, {"regret": regret, "avg": avg, "t": state["t"] + warm}
+    return v0, v1, {"solvers": solvers, "avg": avg}
 
 
-def exact_leaf(game: PublicGame, iterations: int = 200, warm: int | None = 3) -> LeafFunction:
-    """Solve the subtree below every leaf with DCFR (1.5, 0, 2; alternating) on the whole
-    game's forest of each board, from the leaf's ranges, batched over the boards.
+def exact_leaf(game: PublicGame, iterations: int = 200, warm: int | None = 3, config: rules.Config = _INNER,
+               unheld: float = 1e-9) -> LeafFunction:
+    """Solve the subtree below every leaf with the solver (`cfrjax.driver.run_steps`:
+    `config`'s rule, order and averaging; the plan's kernels), each forest root's subtree
+    on each board a game of its own, from the leaf's ranges, batched over the boards.
 
     Args:
       game: the whole turn spot the cut game is made from (its forest travels as the
@@ -470,28 +586,42 @@ def exact_leaf(game: PublicGame, iterations: int = 200, warm: int | None = 3) ->
         of its average strategy).
       warm: `None`: the solve's passes call `fn` too (stateless). An int: stateful (module
         docstring, CFR-D): each pass of a solve runs `warm` iterations from the previous
-        pass's regrets and keeps the reach-weighted average of the leaf strategies, from
-        which `completed_policy` makes a whole-game profile.
+        pass's solver states (their regrets; the average restarts) and keeps the
+        reach-weighted average of the leaf strategies, from which `completed_policy` makes
+        a whole-game profile.
+      config: the leaf solves' rule, order and averaging (`cfrjax.rules.Config`; its dtype
+        is the cut solve's). Default DCFR (1.5, 0, 2), alternating.
+      unheld: the range weight of a live hand a leaf's range does not hold (0 there), > 0
+        and small against the normalised range's 1: the solver averages each hand's
+        strategy with its own reach, range included, so with weight 0 such a hand would
+        get the uniform strategy and its value; with a small weight its average is the
+        solve's (an information set's normalised average does not depend on it), and the
+        opponent's values move by about `unheld` per such hand.
     """
     _check_whole(game, flop=False)
     for name, n in (("iterations", iterations), ("warm", 1 if warm is None else warm)):
         if not isinstance(n, int) or n <= 0:
             raise ValueError(f"{name} must be a positive int, got {n!r}")
-    data = {"game": game, "slots": _forest_slots(game)}
-    fn = functools.partial(_exact, iterations=iterations)
+    if not isinstance(config, rules.Config):
+        raise TypeError(f"config must be a cfrjax.rules.Config, got {type(config).__name__}")
+    if not (isinstance(unheld, float) and 0.0 < unheld < 1e-3):
+        raise ValueError(f"unheld must be a float in (0, 1e-3), got {unheld!r}")
+    data = {"game": game, "slots": _forest_slots(game),
+            "subgames": _root_groups(game)}
+    fn = functools.partial(_exact, iterations=iterations, config=config, unheld=unheld)
     if warm is None:
         return LeafFunction(fn, data, f"exact{iterations}")
-    return LeafFunction(fn, data, f"exact{iterations}w{warm}", init=_exact_init,
-                        update=functools.partial(_exact_update, warm=warm))
+    return LeafFunction(fn, data, f"exact{iterations}w{warm}", init=functools.partial(_exact_init, config=config),
+                        update=functools.partial(_exact_update, warm=warm, config=config, unheld=unheld))
 
 
-def _whole_profile(whole: PublicGame, policy, forest):
+def _whole_profile(whole: PublicGame, policy, below):
     """The whole game's profile `[S_whole, H]`: the trunk rows of `policy` (a cut game's),
-    every board's forest rows from `forest` `[B, s0 + s1, H]`."""
+    every board's forest rows from `below` `[B, s0 + s1, H]`."""
     (t0, t1), (s0, s1) = whole.trunk_slots, whole.forest_slots
     B, H = whole.num_boards, policy.shape[-1]
-    return jnp.concatenate([policy[:t0], forest[:, :s0].reshape(B * s0, H),
-                            policy[t0:t0 + t1], forest[:, s0:].reshape(B * s1, H)])
+    return jnp.concatenate([policy[:t0], below[:, :s0].reshape(B * s0, H),
+                            policy[t0:t0 + t1], below[:, s0:].reshape(B * s1, H)])
 
 
 def completed_policy(cut_game: PublicGame, state, whole: PublicGame):
@@ -502,8 +632,8 @@ def completed_policy(cut_game: PublicGame, state, whole: PublicGame):
     if state.leaf is None or "avg" not in state.leaf:
         raise ValueError("state has no leaf average: solve the cut game with a stateful exact_leaf (warm=...)")
     slots = cut_game.leaf_data["data"]["slots"]
-    forest = jax.vmap(functools.partial(_normalise, slots))(state.leaf["avg"])
-    return _whole_profile(whole, average_policy(cut_game, state), forest)
+    below = jax.vmap(functools.partial(normalize, slots))(state.leaf["avg"])
+    return _whole_profile(whole, average_policy(cut_game, state), below)
 
 
 def exact_leaf_policy(cut_game: PublicGame, policy, leaf: LeafFunction, whole: PublicGame):
@@ -520,13 +650,12 @@ def exact_leaf_policy(cut_game: PublicGame, policy, leaf: LeafFunction, whole: P
       leaf: an `exact_leaf` of `whole`.
       whole: the whole turn spot.
     """
-    iterations = leaf.fn.keywords["iterations"]
+    kw = leaf.fn.keywords
     reach = leaf_reach(cut_game, policy)                                        # [B, R, 2, H]
-    B, R, _, H = reach.shape
     mass = jnp.sum(reach, axis=3, keepdims=True)
-    rho = (reach / jnp.where(mass > 0, mass, 1.0)).reshape(B * R, 2, H)
-    forest, _, _ = _leaf_solve(cut_game.leaf_data, rho[:, 0], rho[:, 1], iterations)   # [B, s0 + s1, H]
-    full = _whole_profile(whole, policy, forest)
+    rho = reach / jnp.where(mass > 0, mass, 1.0)
+    below, _, _ = _leaf_solve(cut_game.leaf_data["data"], rho, kw["iterations"], kw["config"], kw["unheld"])
+    full = _whole_profile(whole, policy, below)
     return full, below_cut_nashconv(whole, full, reach)
 
 
@@ -537,12 +666,12 @@ def below_cut_nashconv(whole: PublicGame, full, reach):
     (`leaf_reach`)."""
     (t0, t1), (s0, s1), split = whole.trunk_slots, whole.forest_slots, whole.slot_split
     B = whole.num_boards
-    tables = pp.board_tables(whole, False)
+    tables = forest.board_tables(whole, False)
     sig = jnp.concatenate([full[t0:t0 + B * s0].reshape(B, s0, -1), full[split + t1:].reshape(B, s1, -1)], axis=1)
 
     def board(tb, sg, root):
         xs = dict(tb, sig0=sg[:s0], sig1=sg[s0:])
-        br = pp._board(whole, xs, root, sg, (0, 1), "br", False)["root"]
-        ev = pp._board(whole, xs, root, sg, (0, 1), "ev", False)["root"]
+        br = forest.board(whole, xs, root, sg, (0, 1), "br", False)["root"]
+        ev = forest.board(whole, xs, root, sg, (0, 1), "ev", False)["root"]
         return jnp.sum(root * (br - ev))
     return jnp.sum(jax.vmap(board)(tables, sig, reach))

@@ -4,8 +4,7 @@ At a fold the value of hand `h` is the opponent's compatible reach `C(h) = T - S
 S[c2] + r[h]` (`cfrjax.public.terminals`, module docstring) times the stake. In XLA the
 batch-last reach `[F, L, H, N]` (`N` subgames) goes hand-major through a transpose, a
 per-card gather-sum, a second gather of the card sums per hand, and the scaling after
-it: on 8,192 river spots (DCFR alternating, H200) about 0.43 ms per half-iteration for
-four fold rows, several times what their bytes need.
+it: several times what their bytes need.
 
 Here a program takes one fold row (a fold node and lane) for a block of `BLOCK`
 subgames, batch-last as stored (each hand's `BLOCK` numbers contiguous), and walks the
@@ -19,12 +18,9 @@ subgame's `1 / Z`. Two reads of the reach, one write of the values; no transpose
 card-list gathers, no scratch. Equal to the XLA form to rounding (other summation
 order); tested in Pallas's interpreter on CPU and compiled on an H200.
 
-H200, DCFR alternating, river spots with a board each, ms per iteration
-(`bench/results/ab_fold_kernel_h200.jsonl`): 8,192 spots 5.49 -> 5.26 (0.15 ms per
-half-iteration in the kernel); 1,024 spots 0.765 -> 0.85 (too few programs: kept in XLA,
-`Plan.fold_min_subgames`). Earlier forms, not kept: one program per row and block walking the
-card lists into a scratch table and then the hands (5.38 -> 5.19), and the same split
-into two kernels (5.49 -> 5.30).
+With few subgames the kernel has too few programs and the XLA form stays
+(`Plan.fold_min_subgames`). Measurements and the forms not kept: `bench/README.md`,
+"Measurements behind the public form's choices".
 
 Layouts: reach and values `[R H, N]` (row `r H + h`, `R` fold rows), `pairs [C, C]`
 int32, `row [R]`, `col [N]`.
@@ -39,15 +35,11 @@ import jax.numpy as jnp
 
 from cfrjax.pallas_gpu import nvidia_gpu, pow2
 
-#: Subgames (columns) per program and warps per program. H200, DCFR alternating, 8,192
-#: river spots (`bench/results/ab_fold_kernel_h200.jsonl`): (32, 4) 5.26 ms/iter, (64, 8)
-#: 5.33, (16, 2) 5.34 (that run's XLA form 5.49); the card loops unrolled by 2 or 4
-#: slower (5.17 -> 5.25).
+#: Subgames (columns) per program and warps per program (the fastest measured).
 BLOCK, WARPS = 32, 4
 #: The plan's threshold (`Plan.fold_min_subgames`, 4,096): fewer subgames stay in XLA
 #: (where a small solve's fold fuses with its neighbours, and the kernel has too few
-#: programs: 1,024 spots 0.765 -> 0.85 ms/iter; 4,096 spots 2.74 -> 2.60 with the second
-#: half's matching kernel); the kernel also needs the subgames to be a multiple of `BLOCK`.
+#: programs); the kernel also needs the subgames to be a multiple of `BLOCK`.
 
 
 def used(x, plan) -> bool:

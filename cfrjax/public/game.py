@@ -387,24 +387,17 @@ class PublicGame:
         CPU (`dense_used`) as two separate products or in an alternating-order solve.
 
         * A spot without dense matrices multiplies only by small card matrices, where
-          cuBLAS was faster and XLA autotunes no Triton configurations (H200, DCFR
-          alternating, the full-range turn: 0.375 -> 0.350 ms/iter, compile 4.4 -> 3.1 s,
-          `bench/results/triton_gemm_h200.jsonl`).
+          cuBLAS is faster and XLA autotunes no Triton configurations.
         * A one-board dense spot multiplies its folds and showdowns as one batched matmul
-          (`dense_paired`). Through `cfrjax.solve` on an H200 (the full-range river,
-          `bench/results/dense_pair_cublas_h200.jsonl`) cuBLAS runs it faster under
-          simultaneous order (CFR+ 0.0215 -> 0.0182 ms/iter, compile 2.2 -> 1.3-1.7 s)
-          and slower under alternating order (DCFR 0.0311 -> 0.0367), so Triton stays
-          there and where the order is not known. By order (H100, same code otherwise,
-          `dense_pair_cublas_order_h100.jsonl`): the river's CFR+ 0.0216 -> 0.0181-0.0189
-          ms/iter, compile 2.4-2.5 -> 1.6-1.8 s; Libratus endgame 4's CFR+ 0.0273 ->
-          0.0265; alternating unchanged.
+          (`dense_paired`): cuBLAS runs it faster under simultaneous order and slower
+          under alternating order, so Triton stays there and where the order is not
+          known.
         * A spot the kernels of `cfrjax.public.spot_kernel` run multiplies by cuBLAS in
-          either order (H200, an in-process probe of Triton against cuBLAS under the
-          kernels, DCFR alternating: the river 0.0204 -> 0.0198 ms/iter, Libratus endgame
-          4 0.0286 -> 0.0245; XLA's Triton product adds a split-K reduction kernel).
-        * The two separate dense products keep Triton (the full-range river before the
-          pairing: 0.0396 ms/iter with it, 0.0485 without)."""
+          either order (XLA's Triton product adds a split-K reduction kernel).
+        * The two separate dense products keep Triton (faster with it).
+
+        The measurements: `bench/README.md`, "Measurements behind the public form's
+        choices"."""
         off = (("xla_gpu_enable_triton_gemm", False),)
         if not dense_used(self, cpu=False) or spot_kernel.suits(self, config):
             return off

@@ -7,14 +7,11 @@ as whole-array passes over memory. Three native calls replace them on CPU:
   formula of the XLA form as two loops over rows of `Q` contiguous numbers
   (`native_showdown.cc`); a batch with a board per subgame is one call too
   (`terminals._showdown_native_per_subgame`).
-* `forest`: every board's forest of a regret pass (`passes._board`), the boards split over
+* `forest`: every board's forest of a regret pass (`cfrjax.public.forest.board`), the boards split over
   the process's threads (`native_forest.cc`).
-* `half`: a river or turn spot's whole (half-)update (`passes._native_half`): regret
+* `half`: a river or turn spot's whole (half-)update (`cfrjax.public.native_calls.half`): regret
   matching, the trunk's and every board's passes, the regret and average updates, each
-  board's rows read and written once while in the cache. Full-range spots, DCFR
-  alternating, one core: river 0.108 -> 0.053 ms/iter, turn 58 -> 17.4
-  (`bench/results/cpu_speed.jsonl`, note "session 26 final"; postflop-solver 0.089 and
-  27.5).
+  board's rows read and written once while in the cache.
 
 Built on first use (`cfrjax.public.ffi_library`): the C++ source shipped with the package
 is compiled with the system's C++ compiler (`$CXX`, else `c++` / `g++`) against the XLA
@@ -118,7 +115,7 @@ def showdown(x, sorted_t, cards_t, index_t):
     broadcast). Under `vmap` every operand gains the mapped axes in front that way.
 
     The tables are read as `showdown_tables` builds them (every index in range); they are
-    not checked in the call (checking them cost 0.016 ms of a 0.13 ms river iteration)."""
+    not checked in the call (checking them cost a tenth of a river iteration)."""
     target = _target(_TARGETS, x.dtype, "showdown")
     call = jax.ffi.ffi_call(target, jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="expand_dims")
     i32 = lambda a: jnp.asarray(a, jnp.int32)   # noqa: E731
@@ -127,7 +124,7 @@ def showdown(x, sorted_t, cards_t, index_t):
 
 def forest(sig0, sig1, regret, root, live, fold_payoff, showdown_stake, norm, ints: dict, *, lanes: tuple,
            offsets: dict, slots: tuple, trunk: tuple = (0, 0), boards: int, roots: int, dealt: bool):
-    """Every board's forest of the public form's regret pass (`cfrjax.public.passes._board`
+    """Every board's forest of the public form's regret pass (`cfrjax.public.forest.board`
     with `mode="regret"`, unraked, sorted terminals) in one call, the boards split over
     the threads the process may run on (`native_forest.cc`).
 

@@ -4,7 +4,7 @@
 //   `cfrjax.public.passes._board`, mode "regret"): both players' reach down the forest,
 //   the lanes' terminal values with card removal, the values back up, and each lane's
 //   regrets and average terms of its slots.
-// * CfrjaxHalf: a whole (half-)update of a river or turn spot (`passes._native_half`):
+// * CfrjaxHalf: a whole (half-)update of a river or turn spot (`native_calls.half`):
 //   regret matching, the trunk's passes, every board's forest, the regret update and the
 //   average update, each board's rows read and written once while in the cache.
 //

@@ -222,8 +222,7 @@ def _chance_count(game: PublicGame) -> int:
 
 #: Compiler options of the report's program: XLA's CPU backend without its expensive
 #: optimisations. The program runs once per report, and compiling it was most of a `cfrjax
-#: show`: a turn spot (`hunl_turn`, 2-core CPU) 16.7 -> 11.3 s cold; the numbers agree to
-#: the last bit or two of float64.
+#: show` (a third less cold); the numbers agree to the last bit or two of float64.
 _REPORT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 

@@ -1,8 +1,8 @@
 """The per-subgame sorted showdown as one kernel (NVIDIA GPUs): batches of river spots, a turn's or flop's boards.
 
 `showdown` runs the CUDA kernel of `cfrjax.public.cuda_showdown` where it builds (the
-toolkit's `nvcc` found) and the sizes fit it: its table lives in shared memory (the full-
-range turn's showdowns 59 -> 31 us an iteration on an H200). Elsewhere it runs the Pallas
+toolkit's `nvcc` found) and the sizes fit it: its table lives in shared memory (about
+twice as fast). Elsewhere it runs the Pallas
 (Triton) kernel below, which needs nothing but jaxlib.
 
 `cfrjax.public.terminals._showdown_batch_first` in XLA runs the showdown of `nb` subgames,
@@ -18,12 +18,8 @@ interpreter on CPU and compiled on an H200, on padded card lists).
 
 Node-major (`[nb, Q, H]`, `terminals._showdown_kernel`): a program per (subgame, node)
 row, so no block is padded across nodes, and the transposes from batch-last and back are
-2-D, which XLA tiles. H200, DCFR alternating, river spots with a board each, ms per
-iteration (`bench/results/ab_node_major_kernel_h200.jsonl`): 8,192 spots 7.29 -> 6.40,
-1,024 spots 1.005 -> 0.884, 128 spots 0.204 -> 0.197 against the earlier kernel (a
-program per subgame on `[nb, H, Q]`, whose input was written batch-first by a loop
-reading the batch-last reach strided; 7.96 -> 7.29 against the XLA form,
-`ab_showdown_kernel_h200.jsonl`).
+2-D, which XLA tiles (faster than the earlier program per subgame on `[nb, H, Q]`, whose
+input was written batch-first by a loop reading the batch-last reach strided).
 
 Layouts (batch-first): reach and output `[nb Q, H]` (row `b Q + q`); tables `sorted [nb,
 H]`, `cards [nb, C, M]` (padding `H`), `index [nb, H, 6]`; the table in two parts per row,
@@ -41,28 +37,17 @@ from cfrjax.pallas_gpu import nvidia_gpu, pow2
 from cfrjax.public import cuda_showdown
 
 #: Warps per program (one node row), cards per step of its card loop, hands per step of
-#: its gather-sum. H200, DCFR alternating, 8,192 river spots (`bench/results/
-#: showdown_kernel_h200.jsonl`, `form: node_major`): (1, 8, 256) 6.10 ms/iter; (1, 8,
-#: 512) 6.41, (1, 16, 512) 6.26, (1, 8, 2048) 6.38, (1, 8, 1024) 7.74, (2, 8, 256) 6.98,
-#: (4, 8, 512) 8.03, (8, 8, 512) 7.45.
+#: its gather-sum (the fastest measured on many river spots).
 WARPS, CARD_BLOCK, PICK_BLOCK = 1, 8, 256
 #: Below this many rows (subgames times nodes) the kernel runs `FEW_PROGRAMS_BLOCKS`
 #: (warps, card block, pick block, rows per program) instead: a turn's 48 river boards
-#: are 1,200 to 2,400 rows, too few to hide one warp's memory latency. H200, the
-#: full-range turn, DCFR alternating, the kernel's microseconds per iteration, one row per
-#: program (`bench/results/showdown_kernel_turn_h200.jsonl`): (1, 8, 256) 156, (2, 8,
-#: 256) 112, (4, 8, 256) 106, (8, 8, 512) 95, (16, 16, 1024) 69, (32, 64, 2048) 75, (16,
-#: 64, 2048) 92, (32, 16, 1024) 97. Several rows per program (CFR+ simultaneous / DCFR
-#: alternating, `showdown_rows_turn_h200.jsonl`): (16, 16, 1024, 1) 65.0 / 69.5, (16, 16,
-#: 1024, 5) 63.3 / 66.7, (8, 8, 512, 5) 60.6 / 64.9, (4, 8, 512, 5) 61.6 / 69.3, (16, 16,
-#: 1024, 10) 58.8 / 120.4, (8, 16, 1024, 2) 69.4 / 82.3. Tried, not kept: each step loading
-#: for all its rows before storing any (more registers live, fewer programs resident):
-#: (8, 8, 512, 5) 69.4 / 74.3, (8, 16, 1024, 5) 65.7 / 69.8, every setting tried slower.
+#: are 1,200 to 2,400 rows, too few to hide one warp's memory latency (the fastest
+#: measured on the full-range turn).
 FEW_PROGRAMS, FEW_PROGRAMS_BLOCKS = 4096, (16, 16, 1024, 1)
 #: The blocks of `FEW_PROGRAMS_BLOCKS`' case where rows taken `ROW_BLOCKS[3]` at a time
 #: still make `ROW_BLOCK_PROGRAMS` programs or more (a turn's boards, not a batch of a
-#: few hundred river spots with five showdowns each: 128 of them ran DCFR alternating at
-#: 0.189 ms/iter with five rows per program, 0.177 with one; `ab_session22_h200.jsonl`).
+#: few hundred river spots with five showdowns each, which ran slower with several rows
+#: per program).
 ROW_BLOCKS, ROW_BLOCK_PROGRAMS = (8, 8, 512, 5), 240
 
 

@@ -50,13 +50,12 @@ from cfrjax.plan import plan_of
 BLOCK, WARPS = 64, 2
 #: The matmul operand's rows per stack and its hands are padded to a multiple of this
 #: (zeros), so XLA neither pads the operand nor slices the product for the matmul (each a
-#: kernel of about 1.2 us per (half-)iteration on an H200).
+#: kernel of its own per (half-)iteration).
 ROWS = 16
 #: Under simultaneous order both lanes' code is in each kernel (a program per lane), which
-#: Triton compiles slowly for a large tree: Libratus endgame 4 (57 nodes), CFR+, H200,
-#: 17.7 s to compile against 2.5 s in XLA (0.0234 -> 0.0165 ms/iter). Larger trees run the
-#: XLA passes under simultaneous order (alternating order's kernels hold one lane:
-#: 6.1 s against 5.3 s, 0.0462 -> 0.0329 ms/iter): `Plan.spot_simultaneous_nodes` (32).
+#: Triton compiles slowly for a large tree (Libratus endgame 4, 57 nodes: several times
+#: XLA's compile). Larger trees run the XLA passes under simultaneous order (alternating
+#: order's kernels hold one lane): `Plan.spot_simultaneous_nodes` (32).
 
 FOLD, SHOWDOWN = 0, 1
 
@@ -317,8 +316,7 @@ def _operand_kernel(*refs, p: Plan, lanes: tuple, firsts: tuple, H: int, Hp: int
 def _update_kernel(*refs, p: Plan, lanes: tuple, firsts: tuple, outs: tuple, H: int, clamp: bool,
                    own_reach: bool, average, locked: bool):
     """All loads first, then the arithmetic, then the stores: a store may alias any input
-    as far as the compiler knows, so a load after it waits for it (Libratus endgame 4's
-    56 slots, CFR+: 19.7 us per update interleaved)."""
+    as far as the compiler knows, so a load after it waits for it."""
     from jax.experimental import pallas as pl
     nr, no = len(firsts), len(outs)
     it = iter(refs)

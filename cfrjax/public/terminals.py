@@ -83,7 +83,7 @@ def compatible_pairs(hand_cards: np.ndarray, in0: np.ndarray, in1: np.ndarray) -
     """How many pairs (player 0's hand in `in0 [H]`, player 1's in `in1 [H]`, bool) share
     no card: all pairs, less those sharing a card by inclusion-exclusion over the cards
     (a pair of identical hands shares two). Exact integers in O(H), where the `[H, H]`
-    `compat_matrix` takes 0.1 s on a full range."""
+    `compat_matrix` is slow to build on a full range."""
     hc = np.asarray(hand_cards, np.int64)
     c0 = np.bincount(hc[in0].ravel(), minlength=NUM_CARDS).astype(np.int64)
     c1 = np.bincount(hc[in1].ravel(), minlength=NUM_CARDS).astype(np.int64)
@@ -245,14 +245,13 @@ def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0, pa
     total as a matmul by `card_matrix` (in float32 of the three bfloat16 parts of
     `bfloat16_parts`: exact products, float32 accumulation; other dtypes at full
     precision): off the CPU, where the gathered reduction of `compat_sums` was fused into
-    its consumer's loop and recomputed for every hand (a full-range turn's trunk folds:
-    16 us a half-iteration on an H200 for a `[4, H]` output). The hands stay where they
+    its consumer's loop and recomputed for every hand. The hands stay where they
     are in `x` (no transpose to hand-major). Equal to `compat_sums` to rounding.
 
     `parts`: float32 `x`'s three parts already made, `[3, *x.shape]` bfloat16 (`x` then
     `None`: their sum, exact), as a kernel writes them (`cfrjax.public.turn_kernel`): one
     matmul of their rows as they lie, where XLA otherwise splits `x` and concatenates the
-    parts into its operand every iteration (5.4 us of the full-range turn's on an H200).
+    parts into its operand every iteration.
 
     `matrix`: `card_matrix(hand_cards, num_cards)` already built (`PublicGame.card_matrix`)."""
     m = (card_matrix(hand_cards, num_cards) if matrix is None else matrix).astype(DENSE_DTYPE)   # [R, H]
@@ -268,7 +267,7 @@ def compat_sums_dot(x, hand_cards, num_cards: int = NUM_CARDS, axis: int = 0, pa
     sums = jnp.moveaxis(sums, -1, axis)                                       # [..., R at axis, ...]
     # Card indices are in range, unsigned and clipped (XLA's own gather semantics): no
     # bounds mask or negative-index select, which XLA:GPU recomputed for each card column
-    # every iteration (two kernels of 1.1-1.5 us on the full-range turn).
+    # every iteration (two kernels).
     per_card = lambda k: jnp.take(sums, hand_cards[:, k].astype(jnp.uint32), axis=axis, mode="clip")   # noqa: E731
     return jax.lax.slice_in_dim(sums, num_cards, num_cards + 1, axis=axis) - per_card(0) - per_card(1) + x
 
@@ -315,20 +314,15 @@ def _showdown_sorted_hm(board: dict, x, cpu: bool, plan):
         out = jnp.sum(table[board["sd_index"]], axis=1)
         # On CPU the hand-major sums are written out before `_rows` moves the hands back:
         # fused with that transpose, the gather ran in node-major order, one number per
-        # gathered row of Q (full-range turn: 176 -> 140 ms of CPU per iteration).
+        # gathered row of Q (slower).
         return _materialise(out) if cpu else out
     rows = _gather_rows(table, flat(board["sd_index"], H * 6))
     return jnp.sum(rows.reshape((H, 6) + x.shape[1:]), axis=1).reshape(shape)
 
 
 #: One board per subgame off the CPU, from `Plan.batch_first_min_subgames` subgames (1):
-#: the sorted showdown runs batch-first (`_showdown_batch_first`). Measured
-#: on an H200 (`bench/ab_commits.py` `spots:B:0`, DCFR alternating, full-range river, ms per
-#: iteration, batch-last -> flat batch-first): 8,192 spots 11.79 -> 10.35, 1,024 spots
-#: 1.84 -> 1.35, 512 spots 0.93 -> 0.74, 128 spots 0.33 -> 0.24; with the output
-#: transposed back through a flat copy, 8,192 spots 9.31 and 1,024 spots 1.24
-#: (`bench/results/ab_flat_gathers_h200.jsonl`). The earlier batch-first form (gathers
-#: under `vmap`) won only from 2,048 spots.
+#: the sorted showdown runs batch-first (`_showdown_batch_first`): faster than batch-last
+#: from one subgame on (measured on an H200; `bench/README.md`).
 
 
 def _showdown_batch_first(board: dict, x, cpu: bool):
@@ -398,10 +392,9 @@ def _showdown_kernel(board: dict, r, plan):
     both transposes, from batch-last and back, are 2-D (`[Q H, nb]` <-> `[nb, Q H]`),
     which XLA tiles. The transposed input is pinned as a flat array: left to XLA, the
     layouts made the transpose a no-op and the reach's producer (the forward pass's path
-    products) wrote it batch-first, a loop reading the batch-last reach strided (0.46 ms
-    per half-iteration of 8,192 river spots on an H200). Pinned, the producer fuses into
-    the tiled transpose; pinning its batch-last side too wrote the reach out first (8,192
-    spots 5.83 -> 6.02 ms per iteration, `bench/results/ab_node_major_kernel_h200.jsonl`)."""
+    products) wrote it batch-first, a loop reading the batch-last reach strided. Pinned,
+    the producer fuses into the tiled transpose; pinning its batch-last side too wrote the
+    reach out first (slower)."""
     H, nb = r.shape[2], _subgames(board)
     Q = r.size // (H * nb)
     x = r.reshape(Q, H, nb)

@@ -25,13 +25,10 @@ where it says so):
 
 The forest's river trees (one per trunk line reaching the river) are isomorphic, their
 slots and terminals interleaved level by level at fixed strides (`template`): the kernels
-run one tree's code, on a grid axis over the trees, rather than unroll the forest.
-Unrolled, Triton compiled the 75-node forest of the full-range turn in 7-9 s (XLA's
-passes: 2.2-2.9 s); a loop over the trees in each program, in 1.6-1.9 s. A program per
-tree, and the boards' sum out of the trunk kernel (whose 18 programs summed 48 boards in
-a loop), took the H200's device time of a CFR+ simultaneous iteration from 178 to 148
-us (trunk kernels 30.6 -> 4.2 us, plus 2.7 for XLA's sum; forest 35.9 -> 31.2; operand
-13.4 -> 11.4). A forest whose trees differ (the turn with raises, where some lines reach
+run one tree's code, on a grid axis over the trees, rather than unroll the forest
+(unrolled, Triton compiled the full-range turn's forest about three times slower than
+XLA's passes). A program per tree, and the boards' sum out of the trunk kernel (whose
+programs summed the boards in a loop), are faster too. A forest whose trees differ (the turn with raises, where some lines reach
 the river all in) runs the XLA passes.
 
 Same arithmetic as the XLA passes (`cfrjax.public.passes`), equal to float32 rounding
@@ -39,10 +36,7 @@ Same arithmetic as the XLA passes (`cfrjax.public.passes`), equal to float32 rou
 passes' at a scale of 0.02). Used (`applies`) for a turn spot (not a flop, not raked,
 sorted terminals, isomorphic river trees), float32, on an
 NVIDIA GPU where the plan has `turn` (`cfrjax.plan`; or Pallas's interpreter), for the rules `cfrjax.kernels.KERNELS["turn"]` supports, locked
-strategies or not, no batch axes. The full-range turn, H200, through `cfrjax.solve`,
-off/on in one process (`bench/ab_switch.py`, `bench/results/turn_kernel_switch_h200.jsonl`):
-CFR+ simultaneous 0.278 -> 0.179 ms/iter (kernels per iteration 42 -> 20, compile 2.2 ->
-1.6 s), DCFR alternating 0.328 -> 0.198 (45 -> 31, compile 2.5 -> 1.9 s).
+strategies or not, no batch axes.
 """
 
 from __future__ import annotations
@@ -138,8 +132,7 @@ def _fold_buffer_rows(game, L: int) -> tuple:
     """`(rows written, rows)` of each part of the folds' buffer: the boards' and the
     trunk's (at least one row), then zero rows up to a multiple of `MATMUL_ROWS`, so the
     three parts are a matmul operand as XLA wants it (else it copies the buffer into a
-    padded one every half-iteration: 4.8 us of the full-range turn's alternating
-    half-iteration on an H200)."""
+    padded one every half-iteration)."""
     from cfrjax.public.terminals import MATMUL_ROWS
     used = game.num_boards * _board_fold_rows(game, L) + len(game.trunk_plan.folds) * L
     rows = max(used, L)

@@ -1,0 +1,43 @@
+"""The public form's range weights `[2, H, *batch]` and their deal normaliser `Z`.
+
+With the tabular deal distribution `w0 w1 / Z`, a tabular regret of (player p, hand h,
+node) equals the public regret times `w_p[h]`, and a tabular average omits the weight the
+public `y` carries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+
+from cfrjax.public import terminals
+from cfrjax.public.game import PublicGame
+
+__all__ = ["range_weights", "set_ranges"]
+
+
+def set_ranges(game: PublicGame, w0, w1) -> PublicGame:
+    """`game` with new range weights `[H, *batch]` and their normaliser (jittable).
+
+    `Z = sum_h w0[h] sum_{h'} compat(h, h') w1[h']`; no shape or static field changes, so
+    a jitted solve does not retrace. A range pair without a compatible deal gives `Z = 0`
+    (infinite values).
+    """
+    dt = game.weights.dtype
+    w0, w1 = jnp.asarray(w0, dt), jnp.asarray(w1, dt)
+    if w0.shape[:1] != (game.num_hands,) or w1.shape[:1] != (game.num_hands,):
+        raise ValueError(f"ranges have shapes {w0.shape} and {w1.shape}, expected [{game.num_hands}, *batch] "
+                         f"(one weight per hand of the game's hand list)")
+    weights, norm = range_weights(game.hand_cards, game.card_hands, w0, w1)
+    return dataclasses.replace(game, weights=weights, norm=norm)
+
+
+def range_weights(hand_cards, card_hands, w0, w1, xp=jnp):
+    """`(weights [2, H, *batch], norm [*batch])` of `set_ranges`: the two ranges stacked and
+    `Z`. `xp=numpy`: on the host, in the ranges' NumPy dtype (the builder, where a jitted
+    normaliser would be a program to compile for every new game shape, on a cold start's
+    path)."""
+    weights = xp.stack(xp.broadcast_arrays(w0, w1))
+    compat = terminals.compat_sums(weights[1], hand_cards, card_hands, xp)
+    return weights, xp.sum(weights[0] * compat, axis=0)
