@@ -153,3 +153,44 @@ def test_cli_flag_and_hand_count(tmp_path, capsys):
     assert cli.main(["solve", "kuhn_poker", "--hands", "all"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("cfrjax: error:") and err.count("\n") == 1 and "is not a poker subgame spec" in err, err
+
+
+# ----------------------------------------------------------------------------------------
+# Per-player lists (prototype, docs/design/hands.md): terminal values across two lists
+
+
+def test_terminal_values_across_two_hand_lists():
+    """Fold and sorted-showdown values of player p's list against q's reach on another
+    list equal the dense `[H_p, H_q]` computation (compat, sign of strength difference)
+    in float64, card removal exact: lists sharing some combos, hands the board's extra
+    card kills, ties; and on one shared list the cross index is `showdown_tables`' own."""
+    import jax.numpy as jnp
+
+    from cfrjax.games.poker.cards import COMBOS
+    from cfrjax.games.poker.public import _strengths
+    from cfrjax.public import terminals as pt
+    from cfrjax.public import two_lists
+
+    cfg = PokerSubgameSpec(board="Ks Js Th 7d")
+    live = np.flatnonzero(~combos_blocked_by(parse_board(cfg.board)))
+    rng = np.random.default_rng(5)
+    hands_p = np.sort(rng.choice(live, 70, replace=False))
+    hands_q = np.sort(np.concatenate([rng.choice(np.setdiff1d(live, hands_p), 50, replace=False), hands_p[::3]]))
+    extra = np.array([[3], [20], [51]])                                       # three river cards
+    (sp, lp), (sq, lq) = (_strengths(cfg, h, extra) for h in (hands_p, hands_q))
+    hc_p, hc_q = COMBOS[hands_p], COMBOS[hands_q]
+    same = two_lists.same_index(hands_p, hands_q)
+    assert np.array_equal(hands_q[same[same < hands_q.size]], np.intersect1d(hands_p, hands_q))
+    tables = two_lists.cross_tables(sp, sq, hc_p, hc_q, same)
+    compat = ~(hc_p[:, None, :, None] == hc_q[None, :, None, :]).any((2, 3))  # [H_p, H_q]
+    x = rng.uniform(size=(hands_q.size, 3))
+    np.testing.assert_allclose(two_lists.fold_compat(x, tables), compat @ x, rtol=1e-12)
+    for b in range(extra.shape[0]):
+        xb = x * lq[b][:, None]                                               # dead hands of q hold no reach
+        sign = np.sign(sp[b][:, None] - sq[b][None, :]) * compat
+        got = np.asarray(two_lists.showdown_diff(jnp.asarray(xb), tables, b))
+        np.testing.assert_allclose(got[lp[b]], (sign @ xb)[lp[b]], rtol=1e-12, atol=1e-12)
+    one = two_lists.cross_tables(sp, sp, hc_p, hc_p, two_lists.same_index(hands_p, hands_p))
+    own = pt.showdown_tables(sp, hc_p.astype(np.int32), pt.card_table(hc_p.astype(np.int32)))
+    for k in ("sd_sorted", "sd_card_sorted", "sd_index"):
+        np.testing.assert_array_equal(one[k], own[k], err_msg=k)
