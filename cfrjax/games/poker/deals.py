@@ -157,8 +157,10 @@ def set_root_ranges(game, range0, range1):
         (checked on the host, before anything is traced; the one-line message names
         the combos and the remedy, `hands = "all"`), or that deal nothing (a range with
         no weight on the game's hands, e.g. all zero, or every pair of weighted hands
-        sharing a card): such ranges would give NaN values. Traced ranges are not
-        checked.
+        sharing a card): such ranges would give NaN values. Traced ranges (under
+        `jit` / `vmap`) are not checked: there a public game's weight outside its hand
+        list is dropped, so check a batch's ranges with one concrete call per row, or
+        build with `hands = "all"`.
     """
     concrete = _is_concrete(range0) and _is_concrete(range1)
     if concrete:
