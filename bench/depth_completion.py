@@ -52,7 +52,7 @@ def main(argv=None):
     ap.add_argument("--out", default=OUT)
     args = ap.parse_args(argv)
     spot = SPOTS[args.spot]
-    whole = build_public(PokerSubgameSpec(**spot), hands="support")
+    whole = build_public(PokerSubgameSpec(**spot), hands="range")
     env = environment()
     for warm in args.warm:
         cut = cfrjax.depth_limited(whole, cfrjax.public.depth.exact_leaf(whole, 100, warm=warm))

@@ -110,7 +110,7 @@ def main(argv=None) -> int:
                iterations=args.iterations, pass_rel=PASS_REL)
 
     t0 = time.perf_counter()
-    pub = build_public(cfg, hands="support")
+    pub = build_public(cfg, hands="range")
     build_s = time.perf_counter() - t0
     deals, nodes = tabular_nodes(cfg, pub)
     print(f"{cfg.name}: public form {pub.sizes()}; tabular form {deals:,} deals, {nodes:,} nodes", flush=True)

@@ -217,7 +217,7 @@ def load_checkpoint(path: str | os.PathLike, game, *,
         raise CheckpointError(
             f"checkpoint {path} was made for game {meta.get('game')!r} (fingerprint {meta.get('fingerprint')}), "
             f"not for {game.name!r} (fingerprint {labels.fingerprint if labels else None}): another game, "
-            "or the same game compiled differently (e.g. --chance); use another checkpoint path")
+            "or the same game compiled differently (e.g. --chance or --hands); use another checkpoint path")
     if not retargeted and meta.get("game_data") != game_data_digest(game):
         raise CheckpointError(
             f"checkpoint {path} was made for game {meta.get('game')!r} with other payoffs or chance "

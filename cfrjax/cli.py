@@ -1,7 +1,7 @@
 """The `cfrjax` command line (thin: parses, calls the public API, prints).
 
     cfrjax solve GAME [--iterations N | --target X|X% [--max-iterations N]] [--rule R] [--order ...]
-                      [--averaging uniform|linear] [--dtype float32|float64]
+                      [--averaging uniform|linear] [--dtype float32|float64] [--hands range|all]
                                    --target: stop at the first evaluation at or below X
                                    (the game's unit, e.g. 0.001) or X% of a poker spot's
                                    starting pot (e.g. 0.5%), --max-iterations the cap
@@ -77,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"with --target: stop after N iterations in all if the target is not met (default "
                         f"{TARGET_MAX_ITERATIONS}; not with --iterations)")
     _solver_options(s)
+    _hands_option(s)
     _plan_options(s)
     s.add_argument("--chance", choices=("folded", "explicit"), default="folded")
     s.add_argument("--eval-every", type=int, default=None,
@@ -122,6 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--chunk", type=int, default=None, metavar="K",
                    help="iterations between two writes of the shard (default: a tenth of --iterations)")
     _solver_options(b)
+    _hands_option(b)
     _plan_options(b)
     b.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                    help="process 0's address and a free port, the same on every process (default: "
@@ -180,12 +182,14 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--iterations", type=int, default=None, metavar="N",
                     help="the solution: solve the spot here for N iterations (with --rule, --order, ...)")
     _solver_options(sh)
+    _hands_option(sh)
     sh.add_argument("--player", type=int, choices=(0, 1), default=None,
                     help="whose hands to list (default: the player to act, with its strategy columns)")
     sh.add_argument("--sort", choices=SHOW_SORTS, default="equity",
                     help="row order, largest first (hand: hand-list order); default equity")
-    sh.add_argument("--all", action="store_true", help="list (and write to --csv) every live hand, also those the "
-                                                     "player does not bring here (weight 0; counterfactual EV)")
+    sh.add_argument("--all", action="store_true", help="list (and write to --csv) every live hand of the hand list "
+                                                     "(--hands), also those the player does not bring here (weight 0; "
+                                                     "counterfactual EV)")
     sh.add_argument("--csv", default=None, metavar="FILE",
                     help="write the rows of the listed player's range (every live hand with --all), both players' "
                          "columns: " + ", ".join(CSV_FIELDS) + ", then one column per action (the acting player's "
@@ -228,6 +232,17 @@ def _solver_options(p) -> None:
     p.add_argument("--compile-cache", default=None, metavar="DIR|off",
                    help="keep compiled executables in DIR for the next run (default: $CFRJAX_COMPILE_CACHE, else "
                         "~/.cache/cfrjax/xla; 'off' to compile afresh)")
+
+
+def _hands_option(p) -> None:
+    """`--hands` of the commands that build a poker spot (`load_game(..., hands=...)`)."""
+    from cfrjax.games.poker.config import HAND_LISTS
+
+    p.add_argument("--hands", choices=HAND_LISTS, default=None,
+                   help="a poker spot's hand list in the public form (default: the spec's hands key, else range): "
+                        "range, the hands of positive weight in either range (every vector and the memory plan scale "
+                        "with them); all, every combo the board does not block (for setting other ranges on the "
+                        "built game)")
 
 
 # ----------------------------------------------------------------------------------------
@@ -391,7 +406,7 @@ def write_plot(history: list, path: str, title: str) -> None:
     fig.savefig(path, format="png")
 
 
-def _load_game_quietly(source: str, chance: str, form: str | None = None):
+def _load_game_quietly(source: str, chance: str, form: str | None = None, hands: str | None = None):
     """`cfrjax.load_game` (which refuses an unknown name before OpenSpiel), with OpenSpiel's
     own C++ message on stderr held back when loading fails (the exception carries it), so
     an error stays one line."""
@@ -404,7 +419,7 @@ def _load_game_quietly(source: str, chance: str, form: str | None = None):
     with tempfile.TemporaryFile(mode="w+b") as held:
         os.dup2(held.fileno(), 2)
         try:
-            game = cfrjax.load_game(source, chance=chance, form=form)
+            game = cfrjax.load_game(source, chance=chance, form=form, hands=hands)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -482,7 +497,7 @@ def _solve(args) -> dict:
     cache = enable_compile_cache(args.compile_cache)
     t0 = time.perf_counter()
     with _Status(f"building {args.game} ..."):
-        game = _load_game_quietly(args.game, args.chance, args.form)
+        game = _load_game_quietly(args.game, args.chance, args.form, args.hands)
         game = cfrjax.plan.use(game, args.plan)
     build_s = time.perf_counter() - t0
     _say_plan(args, game.plan)
@@ -512,7 +527,8 @@ def _solve(args) -> dict:
     nodes = game.sizes().get("nodes") or 1
     free = "" if free is None else f" of {cfrjax.memory.format_bytes(free)} free"
     print(f"cfrjax: memory plan {cfrjax.memory.format_bytes(plan.total_bytes)} "
-          f"({plan.total_bytes / nodes:.0f} B/node){free} on {jax.devices()[0].device_kind}", file=sys.stderr)
+          f"({plan.total_bytes / nodes:.0f} B/node{_hand_list(game)}){free} on {jax.devices()[0].device_kind}",
+          file=sys.stderr)
     with _Status("compiling ..."), compile_count() as compiled:
         run.compile()
     start, reached_s = run.start, None
@@ -596,6 +612,16 @@ def _solve(args) -> dict:
     return record
 
 
+def _hand_list(game) -> str:
+    """`", H hands: the ranges' hands"` (or `every live combo`) for a poker spot in the
+    public form (what its vectors span, `--hands`); `""` for any other game."""
+    meta = ((getattr(game, "labels", None) and game.labels.source) or {}).get("poker") or {}
+    if meta.get("form") != "public":
+        return ""
+    what = {"range": "the ranges' hands", "all": "every live combo"}.get(meta.get("hand_list"), "a given list")
+    return f", {meta['hands']:,} hands: {what}"
+
+
 class _CtrlC(Exception):
     """Ctrl-C during a solve without a checkpoint: where it got to."""
 
@@ -648,7 +674,7 @@ def _solve_batch(args) -> dict:
     return multihost.solve_batch_to_dir(
         args.game, args.out, batch=args.batch, iterations=args.iterations, seed=args.seed, form=args.form,
         rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype, chunk=args.chunk,
-        cluster=cluster, resume=not args.restart, on_ready=ready, plan=args.plan,
+        cluster=cluster, resume=not args.restart, on_ready=ready, plan=args.plan, hands=args.hands,
         target=None if args.target is None else (lambda g: target_chips(args.target, g)),
         on_chunk=(lambda _: time.sleep(delay)) if delay else None, **timeouts)
 
@@ -773,7 +799,7 @@ def _show_node(args, solution: list) -> None:
         if path is not None and not path.endswith("." + flag[2:]):
             raise ValueError(f"{flag} {path!r}: the file name must end with .{flag[2:]}")
     with _Status(f"building {args.source} ..."):
-        game = _load_game_quietly(args.source, "folded", args.form)
+        game = _load_game_quietly(args.source, "folded", args.form, args.hands)
     if cfrjax.forms.form_name(game) != "public":
         raise ValueError(f"cfrjax show SPOT NODE reports hands at public nodes of a poker spot in the public form; "
                          f"{args.source!r} is compiled to the {cfrjax.forms.form_name(game)} form (for its information "
@@ -912,10 +938,10 @@ KNOWN_SIZES = {
 #: (tests/test_formats.py checks this table against the builder).
 SPEC_SIZES = {
     "c6b3b92065b70b51": (191844, 100270464),  # hunl_flop_full
-    "42da9c4649a1025c": (15, 6486),  # hunl_river
+    "42da9c4649a1025c": (15, 1200),  # hunl_river
     "6b3531a9d7045d70": (15, 6486),  # hunl_river_full
     "0e73a31d97618e67": (15, 6486),  # hunl_river_full_rake
-    "957daef171fb6a1d": (3615, 1631088),  # hunl_turn
+    "957daef171fb6a1d": (3615, 34704),  # hunl_turn
     "df75c65bdc6435c6": (3615, 1631088),  # hunl_turn_full
     "37668eb0dad3fc73": (8235, 3584784),  # hunl_turn_full_raise
     "1730ee0da48b1a2e": (3615, 1631088),  # hunl_turn_full_rake

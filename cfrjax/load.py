@@ -6,6 +6,7 @@ not, see `tests/test_import_graph.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from cfrjax.compile import compile_game
@@ -43,6 +44,14 @@ def _poker(cfg: PokerSubgameSpec, form, chance, check_memory=True, budget_bytes=
     return build_public(cfg)
 
 
+def _check_hands(hands, what: str) -> None:
+    """Refuse (one line) a `hands` choice for `what`, a source that is not a poker subgame
+    spec (a poker spec validates it: `PokerSubgameSpec.hands`)."""
+    if hands is not None:
+        raise SpecError(f"hands={hands!r} chooses a poker spot's hand list; {what} is not a poker subgame spec "
+                        "(a .toml spot, a shipped spec name or a PokerSubgameSpec)")
+
+
 def _check_name(source: str) -> None:
     """Refuse, in one line, a source that is not a file and not an OpenSpiel game name,
     before OpenSpiel sees it (it would print its list of every game to stderr)."""
@@ -59,7 +68,7 @@ def _check_name(source: str) -> None:
 
 
 def load_game(game, *, form: str | None = None, chance: str = "folded", check_memory: bool = True,
-              budget_bytes: int | None = None, **kwargs):
+              budget_bytes: int | None = None, hands: str | None = None, **kwargs):
     """Compile (or read) a game.
 
     Args:
@@ -80,6 +89,11 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
         `cfrjax.games.poker.subgame.check_tabular_fits`; within a second or two): a spot
         whose solve cannot fit the first device's free memory (`budget_bytes` if given)
         raises `MemoryPlanError` before anything is built.
+      hands: a poker spec's hand list in the public form (`PokerSubgameSpec.hands`):
+        `"range"` (vectors over the ranges' hands: the memory plan and every array
+        scale with them), `"all"` (every combo the board does not block: any ranges can
+        be set later with `set_root_ranges` without rebuilding), or `None` (the spec's
+        own `hands` key, by default `"range"`). Other sources refuse it.
       **kwargs: passed to the source (e.g. `max_nodes` for OpenSpiel, `random_hands=10`
         to override a poker spec's keys).
 
@@ -92,10 +106,13 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
       MemoryPlanError: a poker spot too large to solve here (`check_memory`).
     """
     if isinstance(game, (CompiledGame, PublicGame)):
+        _check_hands(hands, "an already compiled game (its hand list is built in)")
         return game
     if isinstance(game, PokerSubgameSpec):
-        return _poker(game, form, chance, check_memory, budget_bytes)
+        cfg = game if hands is None else dataclasses.replace(game, hands=hands)
+        return _poker(cfg, form, chance, check_memory, budget_bytes)
     if isinstance(game, GameSpec):
+        _check_hands(hands, f"game {game.name!r}")
         _check_form(form, ("tabular",), f"game {game.name!r}")
         return compile_game(game, chance)
     if isinstance(game, (str, os.PathLike)) and not os.path.isfile(game) and spec_path(os.fspath(game)):
@@ -103,11 +120,14 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
     if isinstance(game, (str, os.PathLike)) and os.path.isfile(game):
         path = os.fspath(game)
         if path.endswith(".toml"):
-            return _poker(load_poker_config(path, **kwargs), form, chance, check_memory, budget_bytes)
+            overrides = dict(kwargs, **({} if hands is None else {"hands": hands}))
+            return _poker(load_poker_config(path, **overrides), form, chance, check_memory, budget_bytes)
+        _check_hands(hands, f"the saved game {path}")
         _check_form(form, ("tabular",), f"the saved game {path}")
         return read_game_file(path)
     if isinstance(game, (str, os.PathLike)):
         _check_name(os.fspath(game))
+    _check_hands(hands, f"OpenSpiel game {game!r}")
     from cfrjax.games.openspiel import spec_from_openspiel  # OpenSpiel is imported only when used
     _check_form(form, ("tabular",), f"OpenSpiel game {game!r}")
     return compile_game(spec_from_openspiel(game, **kwargs), chance)

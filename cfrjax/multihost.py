@@ -533,7 +533,8 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
                        dtype: str = "float32", chunk: int | None = None, cluster: Cluster | None = None,
                        initialization_timeout: int = INITIALIZATION_TIMEOUT,
                        heartbeat_timeout: int = HEARTBEAT_TIMEOUT, resume: bool = True, on_chunk=None,
-                       on_ready=None, target: float | Callable[[Any], float] | None = None, plan="auto") -> dict:
+                       on_ready=None, target: float | Callable[[Any], float] | None = None, plan="auto",
+                       hands: str | None = None) -> dict:
     """Start the distributed runtime (`cluster`, default `cluster_config()`), load `game`
     (anything `cfrjax.load_game` takes: a shipped spec name, a `.toml`, ...), build
     `random_batch(game, batch, seed)` and solve this process's rows with `solve_shards`
@@ -541,7 +542,8 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
     one: `cfrjax solve-batch --target x%` passes `cfrjax.games.poker.pot.target_chips`'s
     conversion of x% of the spot's starting pot, as `cfrjax solve --target`). `on_ready(summary)` is called once the game is built and the rows are
     known. `plan`: the implementation plan (`cfrjax.plan.resolve_plan`'s choice: "auto",
-    "xla" or a `Plan`). Returns `solve_shards`'s summary with the plan that ran
+    "xla" or a `Plan`); `hands`: a poker spec's hand list (`load_game`; the random ranges
+    weigh the game's hands). Returns `solve_shards`'s summary with the plan that ran
     (`Plan.describe`). What `cfrjax solve-batch` runs, on every process."""
     cluster = cluster_config() if cluster is None else cluster
     initialize(cluster, initialization_timeout=initialization_timeout, heartbeat_timeout=heartbeat_timeout)
@@ -550,7 +552,7 @@ def solve_batch_to_dir(game, out_dir: str, *, batch: int, iterations: int, seed:
     source = game if isinstance(game, str) else getattr(game, "name", "game")
     t0 = time.perf_counter()
     from cfrjax.plan import use
-    g = use(load_game(game, form=form), plan)
+    g = use(load_game(game, form=form, hands=hands), plan)
     build_s = time.perf_counter() - t0
     mesh = _shard.batch_mesh()
     if batch % mesh.devices.size:

@@ -99,7 +99,7 @@ def test_donk_sizes():
     assert a["k.k/2c/"] == ("check", "bet 10")
     assert a["k.b10.c/2c/k"] == ("check", "bet 20")    # player 1 keeps its bet sizes
     # Both forms take it: the public form's nodes carry the same names.
-    g = build_public(cfg, hands="support")
+    g = build_public(cfg, hands="range")
     public = {code: tuple(names) for code, _, _, names in g.decision_nodes()}
     assert all(public[k] == v for k, v in a.items())
 
@@ -158,7 +158,7 @@ def test_old_keys_and_equivalent_strings_give_the_same_game():
     new = PokerSubgameSpec(board=TURN, pot=20, stack=110, betting={"bet": "50%, 100%", "raise": "100%, a"},
                            raise_cap=1, **DEAL)
     assert compile_game(build_spec(old)).labels.fingerprint == compile_game(build_spec(new)).labels.fingerprint
-    assert build_public(old, hands="support").labels.fingerprint == build_public(new, hands="support").labels.fingerprint
+    assert build_public(old, hands="range").labels.fingerprint == build_public(new, hands="range").labels.fingerprint
     # Where the fractions give fractional chips, the strings round: another game.
     odd = PokerSubgameSpec(board=RIVER, bet_fractions=(0.33,), **DEAL)
     assert actions(odd)[""] == ("check", "bet 6.6")
@@ -179,7 +179,7 @@ def test_spec_file_and_meta(tmp_path):
     assert meta["betting"]["river"]["ip"] == {"bet": "33%, a", "raise": "2.5x"}
     assert meta["betting"]["turn"]["oop"] == {"bet": "50%, 100%", "raise": "2.5x"} and "flop" not in meta["betting"]
     assert meta["betting"]["river"]["donk"] == "50%" and meta["betting"]["add_allin_threshold"] == 1.5
-    assert build_public(cfg, hands="support").labels.source["poker"]["betting"] == meta["betting"]
+    assert build_public(cfg, hands="range").labels.source["poker"]["betting"] == meta["betting"]
     # The recorded sizes read back as the same rules.
     again = BetSizes.parse({**{k: meta["betting"][k] for k in ("add_allin_threshold", "force_allin_threshold",
                                                               "merging_threshold")},

@@ -81,7 +81,7 @@ def _showdown_tables_loop(strength, hand_cards, card_hands):
 def test_vectorised_tables_equal_the_loop_and_each_boards_build():
     # A turn's boards (dead hands at -1, rows of different lengths) and river boards with ties.
     g = build_public(PokerSubgameSpec(board="Ks Js Th 7d", pot=10, stack=55, bet_fractions=(1.0,), raise_cap=0,
-                                      range0="AA,KK,QQ,AK,T9s,76s", range1="any"), hands="support", terminals="sorted")
+                                      range0="AA,KK,QQ,AK,T9s,76s", range1="any"), hands="range", terminals="sorted")
     rng = np.random.default_rng(1)
     strength = np.where(rng.random((6, g.num_hands)) < 0.1, -1, rng.integers(0, 30, (6, g.num_hands)))
     hc, ch = np.asarray(g.hand_cards), np.asarray(g.card_hands)
@@ -160,7 +160,7 @@ def test_batch_over_boards_equals_one_solve_per_board():
 
 def test_set_boards_refuses_what_it_cannot_batch():
     with pytest.raises(ValueError, match="every live hand"):
-        pb.set_boards(build_public(dataclasses.replace(SPEC, range0="AA", range1="KK"), hands="support"),
+        pb.set_boards(build_public(dataclasses.replace(SPEC, range0="AA", range1="KK"), hands="range"),
                       pb.board_tables(_boards(0, 0)))
     game = build_public(SPEC, terminals="sorted")
     t = pb.board_tables(_boards(1, 0))

@@ -29,7 +29,7 @@ BASE = dict(board="Ks Js Th 7d", pot=20, stack=60, range0=R0, range1=R1)
 
 @pytest.fixture(scope="module")
 def whole():
-    return build_public(PokerSubgameSpec(**BASE, bet_fractions=(1.0,), raise_cap=0), hands="support")
+    return build_public(PokerSubgameSpec(**BASE, bet_fractions=(1.0,), raise_cap=0), hands="range")
 
 
 # A flop spot cut below its turn card: 49 turn cards x the flop street's ends.
@@ -38,7 +38,7 @@ FLOP = dict(board="Ks Js 2h", pot=20, stack=60, range0=R0, range1=R1, raise_cap=
 
 @pytest.fixture(scope="module")
 def flop():
-    return build_public(PokerSubgameSpec(**FLOP, betting={"bet": "100%"}), hands="support")
+    return build_public(PokerSubgameSpec(**FLOP, betting={"bet": "100%"}), hands="range")
 
 
 @pytest.mark.parametrize("street", ["turn", "flop"])
@@ -226,7 +226,7 @@ def test_showdown_leaf_is_the_spot_without_later_betting(street, request):
     spot, later = (BASE, ("river",)) if street == "turn" else (FLOP, ("turn", "river"))
     whole = request.getfixturevalue("whole" if street == "turn" else "flop")
     betting = {"bet": "100%", **{s: {"bet": ""} for s in later}}
-    nobet = build_public(PokerSubgameSpec(**dict(spot, raise_cap=0), betting=betting), hands="support")
+    nobet = build_public(PokerSubgameSpec(**dict(spot, raise_cap=0), betting=betting), hands="range")
     cut = cfrjax.depth_limited(whole, cfrjax.public.depth.showdown_leaf)
     assert cut.depth_limited and cut.num_slots == 8 and cut.num_infosets == 4
     assert (cut.num_boards, cut.num_roots) == ((48, 3) if street == "turn" else (49, 3))
@@ -272,11 +272,11 @@ def test_exact_leaf_values_agree_with_a_full_depth_solve(whole):
     chips."""
     from cfrjax.public import depth
     pol = cfrjax.average_policy(whole, cfrjax.solve(whole, cfrjax.init(whole, dtype="float64"), 200))
-    leaf = cfrjax.exact_leaf(whole, 100, warm=None)
+    leaf = cfrjax.public.depth.exact_leaf(whole, 100, warm=None)
     cut = cfrjax.depth_limited(whole, leaf)
     (t0, t1), split, R = whole.trunk_slots, whole.slot_split, whole.num_roots
     trunk = jnp.concatenate([pol[:t0], pol[split:split + t1]])
-    full, nc_leaf = jax.jit(lambda p: cfrjax.exact_leaf_policy(cut, p, leaf, whole))(trunk)
+    full, nc_leaf = jax.jit(lambda p: cfrjax.public.depth.exact_leaf_policy(cut, p, leaf, whole))(trunk)
 
     @jax.jit
     def check(full, pol):

@@ -35,7 +35,7 @@ from test_show import RIVER_TOML, random_policy
 def river(tmp_path_factory):
     """`(spec path, game, random policy)`."""
     path = tmp_path_factory.mktemp("formats") / "fmt_river.toml"
-    path.write_text(RIVER_TOML.replace('name = "show_river"', 'name = "fmt_river"'))
+    path.write_text(RIVER_TOML.replace('name = "show_river"', 'name = "fmt_river"\nhands = "all"'))   # 1,081 hands
     game = build_public(load_poker_config(path))
     return str(path), game, random_policy(game, 7)
 
@@ -90,7 +90,7 @@ def test_save_policy_refuses_large_json(river, tmp_path):
     assert size > 100_000 and not path.exists()
     assert cfrjax.save_policy(path, game, policy, max_json_bytes=2 * size) == str(path) and path.exists()
     assert strategy.MAX_JSON_BYTES == 50 * 10 ** 6
-    turn = cfrjax.load_game("hunl_turn")
+    turn = cfrjax.load_game("hunl_turn", hands="all")
     assert strategy.json_size(turn) > strategy.MAX_JSON_BYTES
     with pytest.raises(ValueError, match=r"over the 50 MB limit for \.json"):
         strategy.check_json_size(tmp_path / "turn.json", turn)
@@ -122,7 +122,8 @@ def test_cli_refuses_large_json_before_solving(river, tmp_path, monkeypatch, cap
     err = _one_error(capsys)
     assert "over the 0.1 MB limit for .json" in err and str(tmp_path / "river.npz") in err and not out.exists()
     monkeypatch.setattr(strategy, "MAX_JSON_BYTES", 50 * 10 ** 6)
-    assert cli.main(["solve", "hunl_turn", "--iterations", "5", "--save-policy", str(tmp_path / "t.json")]) == 2
+    assert cli.main(["solve", "hunl_turn", "--hands", "all", "--iterations", "5", "--save-policy",
+                     str(tmp_path / "t.json")]) == 2
     assert "over the 50 MB limit for .json" in _one_error(capsys)
 
 

@@ -13,7 +13,7 @@ from cfrjax.games.poker.public_tree import build_public
 
 GAMES = {"tabular": lambda: cfrjax.load_game("kuhn_poker"),
          "public": lambda: build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=8, seed=3),
-                                        hands="support")}
+                                        hands="range")}
 
 
 @pytest.mark.parametrize("form", sorted(GAMES))

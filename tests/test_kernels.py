@@ -29,7 +29,7 @@ TOO_SLOW = {"turn": "one step of a turn spot in Pallas's interpreter takes 25 s 
 
 
 def _river(terminals: str):
-    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=14, seed=3), hands="support",
+    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=14, seed=3), hands="range",
                         terminals=terminals)
 
 

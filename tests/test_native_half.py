@@ -42,7 +42,7 @@ def spots():
                             raise_cap=0, range0={h: 1.0 for h in hands}, range1={h: 0.5 for h in hands})
     return {"river": cfrjax.load_game("games/hunl_river.toml", form="public", random_hands=40, seed=7),
             "turn": cfrjax.load_game("games/hunl_turn.toml", form="public", random_hands=30, seed=3),
-            "flop": build_public(flop, hands="support")}
+            "flop": build_public(flop, hands="range")}
 
 
 def _planned(game, **flags):

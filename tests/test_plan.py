@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("on_cpu")
 
 @pytest.fixture(scope="module")
 def river():
-    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=3), hands="support")
+    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=3), hands="range")
 
 
 class _Compiles:

@@ -62,7 +62,7 @@ def random_policy(game, seed: int) -> np.ndarray:
 def solved():
     """`(tabular game, public game, tabular policy, public policy)`, random policies."""
     tab = cfrjax.compile.compile_game(build_spec(SPEC))
-    pub = build_public(SPEC, hands="support")
+    pub = build_public(SPEC, hands="range")
     return tab, pub, random_policy(tab, 0), random_policy(pub, 1)
 
 
@@ -185,7 +185,7 @@ def test_behind_builds_the_same_game_as_stack(tmp_path):
     ta, tb = cfrjax.compile.compile_game(build_spec(a)), cfrjax.compile.compile_game(build_spec(b))
     assert ta.labels.fingerprint == tb.labels.fingerprint and ta.labels.infoset_keys == tb.labels.infoset_keys
     np.testing.assert_array_equal(np.asarray(ta.payoff), np.asarray(tb.payoff))
-    pa, pb = build_public(a, hands="support"), build_public(b, hands="support")
+    pa, pb = build_public(a, hands="range"), build_public(b, hands="range")
     assert pa.labels.fingerprint == pb.labels.fingerprint
     for name in ("forest_fold_payoff", "forest_showdown_stake"):
         np.testing.assert_array_equal(np.asarray(getattr(pa, name)), np.asarray(getattr(pb, name)))
@@ -198,7 +198,7 @@ def test_behind_is_chips_behind(tmp_path):
     for key, allin in (("behind = 975", "all-in 975"), ("stack = 972.5", "all-in 945"), ("stack = 1002.5",
                                                                                           "all-in 975")):
         cfg = load_poker_config(_toml(tmp_path, "spot", base.replace("pot = 55", f"pot = 55\n{key}")))
-        game = build_public(cfg, hands="support")
+        game = build_public(cfg, hands="range")
         assert game.labels.action_names[game.labels.node_codes.index("")] == ("check", allin), key
         assert game.labels.source["poker"]["behind"] == float(allin.split()[1])
 

@@ -33,7 +33,7 @@ def _kept(folder):
 
 
 def _river():
-    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=3), hands="support")
+    return build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=3), hands="range")
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_key_follows_what_decides_the_program(monkeypatch):
     assert programs.key(fun, {"iterations": 6}, ((g, s), {})) != k                              # a static
     assert programs.key(fun, {"iterations": 5}, ((g, cfrjax.init(g, dtype="float64")), {})) != k   # dtypes
     assert programs.key(fun, {"iterations": 5}, ((g, cfrjax.init(g, rule="cfr+", dtype="float32")), {})) != k
-    other = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=4), hands="support")
+    other = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=4), hands="range")
     assert programs.key(fun, {"iterations": 5}, ((other, s), {})) != k     # another tree or hand list
     with jax.enable_x64(False):
         assert programs.key(fun, {"iterations": 5}, ((g, s), {})) != k

@@ -124,7 +124,7 @@ def small_turn():
 
 def test_river_tree_shape_and_labels():
     cfg = hunl_river()
-    g = build_public(cfg)
+    g = build_public(cfg, hands="all")
     assert g.sizes()["nodes"] == 15 and g.num_infosets == 6 and g.num_slots == 14
     assert g.num_hands == 1081 and g.slot_shape == (14, 1081) and g.num_boards == 1
     codes = {code: (p, names) for code, p, _, names in g.decision_nodes()}
@@ -141,7 +141,7 @@ def test_river_tree_shape_and_labels():
     assert g.labels.source["poker"]["form"] == "public"
     assert sum(1 for _ in g.labels.infoset_keys()) == 6 * 1081
     # Ranges are leaves, not part of the static metadata.
-    other = build_public(dataclasses.replace(cfg, random_hands=None, range0="AA,KK", range1="QQ+"))
+    other = build_public(dataclasses.replace(cfg, random_hands=None, range0="AA,KK", range1="QQ+"), hands="all")
     assert other.labels == g.labels and other.weights.shape == g.weights.shape
     assert set(g.RETARGETABLE) == {"weights", "norm"}
     rows = pp.strategy_rows(g, random_policy(g, 0))
@@ -151,7 +151,7 @@ def test_river_tree_shape_and_labels():
 
 def test_turn_tree_shape_and_dead_hands():
     cfg = PokerSubgameSpec(board=TURN, pot=20, stack=100, bet_fractions=(0.5, 1.0), raise_cap=0, random_hands=6)
-    g = build_public(cfg, hands="support")
+    g = build_public(cfg, hands="range")
     # 6 turn decision nodes, 5 continuations x 48 river cards x 6 river decision nodes.
     assert g.num_infosets == 6 + 5 * 48 * 6 and g.num_boards == 48 and g.num_nodes == 15 + 48 * 75
     hand = g.labels.hand_names[0]
@@ -170,7 +170,7 @@ def test_keys_match_tabular():
     """Every tabular information set is a live public one with the same action names."""
     cfg = PokerSubgameSpec(board=TURN, pot=20, stack=60, bet_fractions=(1.0, "allin"), raise_cap=1, random_hands=3,
                            seed=3)
-    g = build_public(cfg, hands="support")
+    g = build_public(cfg, hands="range")
     tab = tabular_game(cfg)
     slot_map(g, tab)
     for key, names in zip(tab.labels.infoset_keys, tab.labels.action_names):
@@ -210,7 +210,7 @@ def test_brute_force(case):
     rake = rake if case == "flop" else {}
     cfg = PokerSubgameSpec(board=board, pot=pot, stack=stack, bet_fractions=bets, raise_fractions=raises,
                            raise_cap=cap, range0=w0, range1=w1, **rake)
-    g = build_public(cfg, hands="support")
+    g = build_public(cfg, hands="range")
     spot = bf.Spot(board, pot, stack, bets, raises, cap, w0, w1, **rake)
     keys = {k for k, _, _ in g.labels.infoset_keys()}
     for key, names in spot.infosets().items():
@@ -238,7 +238,7 @@ def test_brute_force(case):
 
 def _configs():
     yield "hunl_river", hunl_river, None
-    yield "turn", small_turn, "support"
+    yield "turn", small_turn, "range"
     # Weighted ranges with board-blocked combos (KK, JTs, ...), on hunl_river's tree (the
     # public executables are shared with that case).
     yield "weighted", lambda: dataclasses.replace(
@@ -248,8 +248,8 @@ def _configs():
     # abstraction, reduced to each player's top hands: endgame 1 (issue 20's acceptance
     # spot; 4 deals, 130,437 tabular nodes) and endgame 2. The default suite checks
     # endgame 1 with fewer bets (test_libratus_endgame1_equals_tabular).
-    yield "libratus1", lambda: load_libratus_endgame(f"{LIBRATUS}/subgame1.txt", top_n=2), "support"
-    yield "libratus_turn", lambda: load_libratus_endgame(f"{LIBRATUS}/subgame2.txt", top_n=3), "support"
+    yield "libratus1", lambda: load_libratus_endgame(f"{LIBRATUS}/subgame1.txt", top_n=2), "range"
+    yield "libratus_turn", lambda: load_libratus_endgame(f"{LIBRATUS}/subgame2.txt", top_n=3), "range"
 
 
 # Default: the weighted river (blocked combos, range weights). The turn street against the
@@ -309,7 +309,7 @@ def test_libratus_endgame_loads_in_public_form_with_its_reach_as_ranges(tmp_path
     path = f"{LIBRATUS}/subgame1.txt"
     spec_file = tmp_path / "endgame1.toml"
     spec_file.write_text(f'libratus = "{path}"\n')
-    g = cfrjax.load_game(str(spec_file))
+    g = cfrjax.load_game(str(spec_file), hands="all")
     assert cfrjax.forms.form_name(g) == "public" and g.num_hands == 48 * 47 // 2
     assert dataclasses.replace(load_poker_config(str(spec_file)), name="x") == \
         dataclasses.replace(load_libratus_endgame(path), name="x")
@@ -350,7 +350,7 @@ def test_libratus_endgame1_equals_tabular():
     profile, every regret entry (tabular = public x the player's weight), both best
     responses and the value equal the tabular form's."""
     cfg = load_libratus_endgame(f"{LIBRATUS}/subgame1.txt", top_n=2, bet_fractions=("allin",), raise_cap=0)
-    g = build_public(cfg, hands="support")
+    g = build_public(cfg, hands="range")
     tab = tabular_game(cfg)
     assert g.num_hands == 4 and tab.num_nodes == 1 + 4 * (9 + 44 * 11)   # 4 deals: turn street, 44 river trees
     pol = random_policy(g, 5)
@@ -371,7 +371,7 @@ def test_cfr_iterations_match_tabular():
     ties, see README), so strategies are compared away from such ties and both forms then
     play the tabular one."""
     cfg = small_turn()
-    g = build_public(cfg, hands="support")
+    g = build_public(cfg, hands="range")
     tab = tabular_game(cfg)
     w = np.asarray(g.weights)
     regret, avg = jnp.zeros(g.slot_shape), jnp.zeros(g.slot_shape)
@@ -409,7 +409,7 @@ def test_sorted_dense_and_lowerings_agree(case):
                                   range1="22+,A2s+,K9o+,QTs+,J9s+:0.5,T8s+,76s")
         hl = None
     else:   # the tree of test_against_tabular[turn] (its executable is reused)
-        cfg, hl = small_turn(), "support"
+        cfg, hl = small_turn(), "range"
     gs = build_public(cfg, hands=hl, terminals="sorted" if case == "river" else "auto")
     gd = build_public(cfg, hands=hl, terminals="dense")
     assert gd.dense_showdown is not None
@@ -567,14 +567,14 @@ def test_one_board_dense_spot_runs_one_matmul_per_half_iteration():
 
 def test_set_ranges_equals_fresh_build_without_retrace():
     base = hunl_river()
-    g = build_public(base)
+    g = build_public(base, hands="all")
     pol = random_policy(g, 1)
     evaluate(g, pol)
     regret_pass(g, passes.extend(pol), jnp.zeros(g.slot_shape), None)
     sizes = evaluate._cache_size(), regret_pass._cache_size()
     set_ranges = jax.jit(pp.set_ranges)
     for r0, r1 in [("AA,KK,QQ:0.5,AKs", "any"), ("22+:0.3,ATs+", "KQo,JTs,T9s:0.7,AhKh")]:
-        fresh = build_public(dataclasses.replace(base, random_hands=None, range0=r0, range1=r1))
+        fresh = build_public(dataclasses.replace(base, random_hands=None, range0=r0, range1=r1), hands="all")
         moved = set_ranges(g, *np.asarray(fresh.weights))
         assert float(moved.norm) == pytest.approx(float(fresh.norm), rel=1e-14)
         for run in (evaluate, lambda gm, p: regret_pass(gm, passes.extend(p), jnp.zeros(gm.slot_shape), None)):
@@ -604,7 +604,7 @@ def test_root_ranges_read_back_the_spec_ranges():
 @pytest.mark.slow   # batches = loops in the default suite: test_public_solver, test_boards, test_retarget, test_depth_limited
 def test_batch_axes_equal_loop():
     cfg = small_turn()
-    g = build_public(cfg, hands="support")
+    g = build_public(cfg, hands="range")
     rng = np.random.default_rng(0)
     B = 3
     w = rng.random((2, g.num_hands, B)) * (rng.random((2, g.num_hands, B)) < 0.7)
@@ -657,14 +657,14 @@ def test_errors():
         build_public(PokerSubgameSpec(board=RIVER), terminals="fast")
     with pytest.raises(PokerSpecError, match="nothing to deal"):
         build_public(PokerSubgameSpec(board=RIVER, range0="AsAh", range1="AsAd"))
-    g = build_public(PokerSubgameSpec(board=RIVER, random_hands=3), hands="support", terminals="sorted")
+    g = build_public(PokerSubgameSpec(board=RIVER, random_hands=3), hands="range", terminals="sorted")
     with pytest.raises(ValueError, match="shapes"):
         pp.set_ranges(g, np.ones(3), np.ones(4))
     with pytest.raises(ValueError, match="player"):
         pp.regret_pass(g, passes.extend(g.slot_uniform[:, None] * jnp.ones(g.slot_shape)), None, 2)
     with pytest.raises(ValueError, match="dense matrices"):
         pp.expected_value(dataclasses.replace(g, terminals="dense"), g.slot_uniform[:, None] * jnp.ones(g.slot_shape))
-    jax.tree.map(lambda x: None, build_public(PokerSubgameSpec(board=RIVER, random_hands=3), hands="support",
+    jax.tree.map(lambda x: None, build_public(PokerSubgameSpec(board=RIVER, random_hands=3), hands="range",
                                               terminals="dense"))   # axis specs and the like build fine
 
 

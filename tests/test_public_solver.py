@@ -35,7 +35,7 @@ TINY = PokerSubgameSpec(board=RIVER, pot=20, stack=110, range0={"AsQs": 1.0, "9h
 AVERAGING = {"cfr": "linear", "cfr+": "linear", "pcfr+": "quadratic"}
 
 
-def both_forms(cfg, hands="support"):
+def both_forms(cfg, hands="range"):
     return cfrjax.compile.compile_game(build_spec(cfg)), build_public(cfg, hands=hands)
 
 
@@ -118,15 +118,15 @@ def _random_spot(seed, board):
 
 
 CASES = {
-    "hunl_river_K100": (lambda: load_poker_config(os.path.join(ROOT, "games", "hunl_river.toml")), "support",
+    "hunl_river_K100": (lambda: load_poker_config(os.path.join(ROOT, "games", "hunl_river.toml")), "range",
                         ("cfr+", "simultaneous")),
-    "turn_K8": (lambda: load_poker_config(os.path.join(ROOT, "games", "hunl_turn.toml"), random_hands=8), "support",
+    "turn_K8": (lambda: load_poker_config(os.path.join(ROOT, "games", "hunl_turn.toml"), random_hands=8), "range",
                 ("dcfr", "alternating")),
     "libratus4_top6": (lambda: load_poker_config(os.path.join(ROOT, "tests", "fixtures",
-                                                              "libratus_endgame4_top6.toml")), "support",
+                                                              "libratus_endgame4_top6.toml")), "range",
                        ("pcfr+", "alternating")),
     "random_river": (lambda: _random_spot(1, RIVER), None, ("cfr", "simultaneous")),
-    "random_turn": (lambda: _random_spot(2, "Ks Js Th 7d"), "support", ("cfr+", "alternating")),
+    "random_turn": (lambda: _random_spot(2, "Ks Js Th 7d"), "range", ("cfr+", "alternating")),
 }
 
 
@@ -210,10 +210,10 @@ def test_policy_file_saved_from_the_public_form_loads_into_the_tabular_form(tiny
 
 def test_retarget_ranges_without_retrace_equals_fresh_build():
     cfg = TINY
-    pub = build_public(cfg)
+    pub = build_public(cfg, hands="all")                      # every live combo: any ranges can be set
     other = PokerSubgameSpec(board=RIVER, pot=20, stack=110, range0="AA,KK,QQ", range1="JJ,TT,AK",
                              bet_fractions=(0.5, 1.0), raise_fractions=(1.0,), raise_cap=1)
-    fresh = build_public(other)
+    fresh = build_public(other, hands="all")
     w0, w1 = other.ranges()
     traces = []
 
@@ -292,7 +292,7 @@ def test_solve_batch_and_eval_trace_and_checkpoint(tiny, tmp_path):
 
 
 def test_forms_and_errors():
-    pub = cfrjax.load_game(os.path.join(ROOT, "tests", "fixtures", "libratus_endgame4_top6.toml"))
+    pub = cfrjax.load_game(os.path.join(ROOT, "tests", "fixtures", "libratus_endgame4_top6.toml"), hands="all")
     assert cfrjax.forms.form_name(pub) == "public" and pub.num_hands == 1081
     tab = cfrjax.load_game(os.path.join(ROOT, "tests", "fixtures", "libratus_endgame4_top6.toml"), form="tabular")
     assert cfrjax.forms.form_name(tab) == "tabular"

@@ -116,7 +116,7 @@ def test_brute_force(street):
     bf = pytest.importorskip("poker_brute_force", reason="needs eval7")
     board, hands = (RIVER, RIVER_HANDS) if street == "river" else (TURN, TURN_HANDS)
     cfg = _spot(board, hands, 1, **RAKE)
-    game = build_public(cfg, hands="support")
+    game = build_public(cfg, hands="range")
     assert game.raked and game.labels.source["poker"]["rake"] == {"rate": 0.05, "cap": 3.0}
     spot = bf.Spot(board, cfg.pot, cfg.stack, cfg.bet_fractions, cfg.raise_fractions, cfg.raise_cap,
                    dict(cfg.range0), dict(cfg.range1), **RAKE)
@@ -135,7 +135,7 @@ def test_payoffs_by_hand():
     """One deal, pure lines, rake by hand: AsAh vs KdKc on the river (KK makes a set, AA a
     pair), pot 20, 50 behind: the river game of `test_brute_force` with new ranges (no
     new compile)."""
-    game = build_public(_spot(RIVER, RIVER_HANDS, 1, **RAKE), hands="support")
+    game = build_public(_spot(RIVER, RIVER_HANDS, 1, **RAKE), hands="range")
     names = game.labels.hand_names
     w0, w1 = (np.array([float(n == hand) for n in names]) for hand in ("AsAh", "KdKc"))
     game = cfrjax.public.set_ranges(game, w0, w1)
@@ -164,15 +164,15 @@ def test_payoffs_by_hand():
 def test_zero_rake_is_the_unraked_game():
     bf = pytest.importorskip("poker_brute_force", reason="needs eval7")
     cfg = _spot(RIVER, RIVER_HANDS, 2)
-    plain = build_public(cfg, hands="support")
+    plain = build_public(cfg, hands="range")
     for zero in (dict(rake_rate=0.0, rake_cap=3.0), dict(rake_rate=0.05, rake_cap=0.0)):
-        g = build_public(dataclasses.replace(cfg, **zero), hands="support")
+        g = build_public(dataclasses.replace(cfg, **zero), hands="range")
         assert not g.raked and g.labels.fingerprint == plain.labels.fingerprint
         assert jax.tree.structure(g) == jax.tree.structure(plain)
         assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(plain)))
     # The raked code path with every rake zeroed gives the zero-sum numbers (the unraked
     # brute force; test_public_form checks the unraked code path against it).
-    raked = build_public(dataclasses.replace(cfg, **RAKE), hands="support")
+    raked = build_public(dataclasses.replace(cfg, **RAKE), hands="range")
     assert raked.labels.fingerprint != plain.labels.fingerprint
     zeroed = dataclasses.replace(
         raked, trunk_fold_values=jnp.stack([raked.trunk_fold_payoff, -raked.trunk_fold_payoff], 1),
@@ -200,7 +200,7 @@ def test_cfr_solves_a_raked_spot():
     evaluation) falls below 0.01% of the pot, and equals the mean of best response minus
     value of the average policy."""
     cfg = _spot(RIVER, RIVER_HANDS, 5, **RAKE)
-    game = build_public(cfg, hands="support")
+    game = build_public(cfg, hands="range")
     target = 1e-4 * cfg.pot
     state, trace = cfrjax.solve_with_trace(game, cfrjax.init(game, dtype="float64"), eval_every=50,
                                 target_exploitability=target, max_iterations=1000)

@@ -225,9 +225,9 @@ def test_accelerator_checked_by_its_memory_and_the_host_by_the_build():
 
 
 @pytest.mark.parametrize("spot, hands, terminals", [
-    ("hunl_river", None, "auto"), ("hunl_river", None, "dense"), ("hunl_river", "support", "auto"),
-    ("hunl_turn", None, "auto"), ("hunl_turn", "support", "dense"), ("hunl_turn_full_raise", "support", "auto"),
-    ("hunl_turn_full_rake", "support", "auto"), ("tiny_flop", "support", "auto"), ("tiny_flop_raked", "support", "auto"),
+    ("hunl_river", None, "auto"), ("hunl_river", "all", "dense"), ("hunl_river", "range", "auto"),
+    ("hunl_turn", "all", "auto"), ("hunl_turn", "range", "dense"), ("hunl_turn_full_raise", "range", "auto"),
+    ("hunl_turn_full_rake", "range", "auto"), ("tiny_flop", "range", "auto"), ("tiny_flop_raked", "range", "auto"),
 ])
 def test_estimate_is_the_built_game(spot, hands, terminals):
     """`public_shapes` (betting trees only) gives the built game's sizes exactly, and

@@ -216,7 +216,7 @@ def test_turn_against_brute_force():
     w1 = {"AdKd": 0.7, "Qs9s": 1.0, "8c7c": 0.4}
     cfg = PokerSubgameSpec(board="Ks Js Th 7d", pot=20, stack=60, bet_fractions=(1.0,), raise_cap=0, range0=w0,
                            range1=w1)
-    game = build_public(cfg, hands="support")
+    game = build_public(cfg, hands="range")
     spot = bf.Spot("Ks Js Th 7d", 20, 60, (1.0,), None, 0, w0, w1)
     _check_against_brute_force(game, random_policy(game, 5), spot, ["", "k", "k.k/2s/"])
 

@@ -36,7 +36,7 @@ __all__ = ["DatagenConfig", "SCHEMA_VERSION", "default_pots", "spot_spec"]
 #: Version of the shard schema (`cfrjax.datagen` module docstring); in every shard's meta.
 SCHEMA_VERSION = 2
 #: Fields of a `PokerSubgameSpec` that a dataset samples or ignores (the rest is its betting).
-_SAMPLED = ("board", "pot", "stack", "range0", "range1", "random_hands", "seed", "name", "source")
+_SAMPLED = ("board", "pot", "stack", "range0", "range1", "random_hands", "seed", "name", "source", "hands")
 
 
 def default_pots(stack: float) -> tuple:
@@ -63,9 +63,10 @@ def _resolve_spec(spec) -> tuple[PokerSubgameSpec, str]:
 
 def spot_spec(template: PokerSubgameSpec, board, pot: float, stack: float) -> PokerSubgameSpec:
     """The river spot on `board` with pot `pot` and stacks `stack` (chips), the template's
-    betting, every live hand in range."""
+    betting, every live hand in range and in the hand list (`hands="all"`: the spots'
+    ranges are set per spot)."""
     return dataclasses.replace(template, board=board, pot=float(pot), stack=float(stack), range0=None, range1=None,
-                               random_hands=None, name="datagen_spot", source=None)
+                               random_hands=None, name="datagen_spot", source=None, hands="all")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -215,12 +215,16 @@ def _pad_zero(x, xp=jnp):
     return xp.concatenate([x, xp.zeros((1,) + x.shape[1:], x.dtype)])
 
 
-def compat_sums(x, hand_cards, card_hands, xp=jnp):
+def compat_sums(x, hand_cards, card_hands, xp=jnp, same=None):
     """`C[h] = sum_{h'} compat(h, h') x[h']` of a hand-major `x [H, ...]` (inclusion-exclusion);
-    `xp=numpy` computes it on the host (the builder's range normaliser)."""
-    per_card = xp.sum(_pad_zero(x, xp)[card_hands], axis=1)                  # [C, ...]
+    `xp=numpy` computes it on the host (the builder's range normaliser). Across two hand
+    lists (`cfrjax.public.two_lists`): `x [H_q, ...]` over the opponent's list with its
+    `card_hands`, `hand_cards [H_p, 2]` of the other list and `same [H_p]` each hand's
+    position in `x`'s list (`H_q`, a zero row, where it has none) -> `[H_p, ...]`."""
+    xz = _pad_zero(x, xp)
+    per_card = xp.sum(xz[card_hands], axis=1)                                # [C, ...]
     s = per_card[hand_cards]                                                 # [H, 2, ...]
-    return xp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + x
+    return xp.sum(x, axis=0, keepdims=True) - s[:, 0] - s[:, 1] + (x if same is None else xz[same])
 
 
 #: Rows of a bfloat16 matmul operand come in multiples of this: XLA:GPU pads each

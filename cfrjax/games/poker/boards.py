@@ -14,7 +14,7 @@ labels (`HAND_CARDS`: card `i` is the `i`-th card off the board). Those tables
 `cfrjax.public.terminals.showdown_tables`) are all that differ, so they become a
 batched leaf like the ranges:
 
-    game = build_public(spec)                             # any river board: the betting tree
+    game = build_public(spec, hands="all")                # any river board: the betting tree
     boards = ...                                          # [B, 5] card ids, one board per spot
     tables = board_tables(boards)                         # hands [B, 1081]: combo of hand h on each board
     games = jax.vmap(set_ranges, (None, 0, 0), batch_axes(game))(game, w0, w1)   # w [B, 1081], by hand
@@ -139,8 +139,8 @@ def set_boards(games, tables: dict):
     form is used (the shared dense matrices are dropped). Hand `h` of subgame `b` is then
     combo `tables["hands"][b, h]`; ranges are given by hand in that order."""
     if games.num_boards != 1 or games.dealt or games.num_hands != RIVER_HANDS or games.depth_limited:
-        raise ValueError(f"boards as data need a river spot's public game with every live hand ({RIVER_HANDS}); "
-                         f"got {games.num_boards} board(s) and {games.num_hands} hands")
+        raise ValueError(f"boards as data need a river spot's public game with every live hand ({RIVER_HANDS}; "
+                         f"build it with hands=\"all\"); got {games.num_boards} board(s) and {games.num_hands} hands")
     leaves = {k: jnp.asarray(tables[k], jnp.int32) for k in games.BOARD_TABLES}
     want = dict(sd_sorted=(1, RIVER_HANDS), sd_card_sorted=(1,) + CARD_HANDS.shape, sd_index=(1, RIVER_HANDS, 6))
     for k, x in leaves.items():

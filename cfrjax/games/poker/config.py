@@ -34,6 +34,8 @@ ALLIN = "allin"
 DEFAULT_BET_FRACTIONS = (0.5, 1.0)
 #: `raise_cap`'s default: 0 (no raises) with `bet_fractions`, unlimited with `betting`.
 AUTO = "auto"
+#: `PokerSubgameSpec.hands`: the public form's hand list, the ranges' hands or every live combo.
+HAND_LISTS = ("range", "all")
 
 
 def _norm_size(f, what: str):
@@ -106,6 +108,12 @@ class PokerSubgameSpec:
         "raise": "2.5x", "river": {"ip": {"bet": "33%, a"}}}`, keys in
         `cfrjax.games.poker.betting`) or a `BetSizes`; stored as a `BetSizes`. Excludes
         `bet_fractions` / `raise_fractions`.
+      hands: the public form's hand list (`cfrjax.games.poker.public_tree.public_hands`; the
+        tabular form deals the ranges' hands either way): `"range"` (the default) the
+        combos of positive weight in either range (the board blocks none of them), so
+        every vector and the memory plan scale with the ranges; `"all"` every combo the
+        board does not block (1,081 on a river, 1,128 on a turn, 1,176 on a flop), for
+        re-targeting arbitrary ranges (`set_root_ranges`) without rebuilding.
     """
 
     board: Any
@@ -123,6 +131,7 @@ class PokerSubgameSpec:
     rake_cap: float = math.inf
     source: Any = None
     betting: Any = None
+    hands: str = "range"
     behind: dataclasses.InitVar[float | None] = None
     effective_stack: float = dataclasses.field(init=False, compare=False)
 
@@ -196,6 +205,9 @@ class PokerSubgameSpec:
             object.__setattr__(self, "raise_cap", int(self.raise_cap))
         if self.betting is not None or self.raise_fractions is not None:
             self.bet_sizes.check_usable(self.streets, self.raise_cap)   # sizes the tree can never offer
+        if not isinstance(self.hands, str) or self.hands not in HAND_LISTS:
+            raise PokerSpecError(f"hands {self.hands!r} is not a hand list; allowed: "
+                                 f"{', '.join(map(repr, HAND_LISTS))} (the ranges' hands, or every live combo)")
         if self.random_hands is not None:
             if self.range0 is not None or self.range1 is not None:
                 raise PokerSpecError("give either random_hands or explicit ranges (range0/range1), not both")

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.game import CompiledGame
-from cfrjax.games.poker.cards import NUM_COMBOS, PokerSpecError, combos_conflict
+from cfrjax.games.poker.cards import NUM_COMBOS, PokerSpecError, combo_str, combos_blocked_by, combos_conflict
 from cfrjax.games.poker.config import PokerSubgameSpec
 from cfrjax.public.terminals import compatible_pairs
 from cfrjax.retarget import set_root_chance
@@ -100,6 +100,24 @@ def _check_dealable(w0, w1, hands0, hands1, hand_cards=None):
                          "weighted hand of the other")
 
 
+def _check_in_hand_list(game, w0, w1) -> None:
+    """Refuse (one line) ranges of a public game with positive weight on a combo that the
+    board does not block but the game's hand list leaves out (a spot built with `hands =
+    "range"`): the game cannot hold that weight, and dropping it would solve other ranges
+    than those asked for. Weight on combos the board blocks is dropped as always."""
+    listed = np.zeros(NUM_COMBOS, bool)
+    listed[np.asarray(game.labels.hands)] = True
+    board = game.labels.source.get("poker", {}).get("board_cards")
+    live = ~combos_blocked_by(np.asarray(board, np.int64)) if board is not None else np.ones(NUM_COMBOS, bool)
+    for p, w in enumerate((w0, w1)):
+        out = np.flatnonzero((w > 0) & live & ~listed)
+        if out.size:
+            names = ", ".join(combo_str(h) for h in out[:6]) + (", ..." if out.size > 6 else "")
+            raise ValueError(f"range{p} gives weight to {out.size} hand(s) outside the game's hand list of "
+                             f"{listed.sum()} hands ({names}); build the spot with hands = \"all\" (spec key, "
+                             "load_game(..., hands=\"all\"), --hands all) to set any ranges on it")
+
+
 def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
@@ -124,7 +142,9 @@ def set_root_ranges(game, range0, range1):
 
     Public: the range weights of the game's hands are replaced (hands blocked by the
     board have none) and the normaliser recomputed; no shape changes, so a jitted solve
-    does not retrace.
+    does not retrace. Weights must lie on the game's hand list: a spot built with the
+    default `hands = "range"` holds its ranges' hands only (any ranges within them need no
+    rebuild), one built with `hands = "all"` every combo the board does not block.
 
     Returns:
       The re-targeted game (same form, same tree). Traceable: under `jax.vmap` over
@@ -133,9 +153,14 @@ def set_root_ranges(game, range0, range1):
 
     Raises:
       ValueError: concrete ranges of the wrong shape, with negative or non-finite
-        weights, or that deal nothing (a range with no weight on the game's hands, e.g.
-        all zero, or every pair of weighted hands sharing a card): such ranges would
-        give NaN values. Traced ranges are not checked.
+        weights, with positive weight on a live combo outside a public game's hand list
+        (checked on the host, before anything is traced; the one-line message names
+        the combos and the remedy, `hands = "all"`), or that deal nothing (a range with
+        no weight on the game's hands, e.g. all zero, or every pair of weighted hands
+        sharing a card): such ranges would give NaN values. Traced ranges (under
+        `jit` / `vmap`) are not checked: there a public game's weight outside its hand
+        list is dropped, so check a batch's ranges with one concrete call per row, or
+        build with `hands = "all"`.
     """
     concrete = _is_concrete(range0) and _is_concrete(range1)
     if concrete:
@@ -144,6 +169,7 @@ def set_root_ranges(game, range0, range1):
         from cfrjax.public.passes import set_ranges
         hands = np.asarray(game.labels.hands)
         if concrete:
+            _check_in_hand_list(game, w0, w1)
             _check_dealable(w0, w1, hands, hands, np.asarray(game.hand_cards))
             return set_ranges(game, w0[hands], w1[hands])
         return set_ranges(game, jnp.asarray(range0)[hands], jnp.asarray(range1)[hands])

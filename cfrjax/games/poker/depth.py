@@ -70,7 +70,7 @@ def depth_limited(spot, leaf, **build) -> PublicGame:
       leaf: a `cfrjax.public.depth.LeafFunction`, or a callable taking the whole game and
         returning one (e.g. `cfrjax.public.depth.showdown_leaf`, `lambda g: cfrjax.public.depth.exact_leaf(g, 200)`).
       **build: passed to `build_public` when `spot` is not built yet (e.g.
-        `hands="support"`).
+        `hands="range"`).
 
     Returns:
       The depth-limited `PublicGame` (`game.depth_limited` is true; its exploitability is

@@ -7,10 +7,13 @@ the two forms compare two constructions. Shared with it: the betting tree of one
 chips, sunk cost), cards, ranges and the hand evaluator. Flop spots exist in this form
 only (checked against the independent brute-force evaluator of the tests).
 
-* **Hands.** One list for both players: every combo not blocked by the board (1,081 on a
-  river, 1,128 on a turn, 1,176 on a flop), fixed per board so that new ranges never
-  change a shape (weights may be 0). `hands=` restricts it for small instances
-  (`"support"`: the combos with positive weight in either range).
+* **Hands.** One list for both players (`public_hands`), by the spec's `hands`
+  (`PokerSubgameSpec.hands`): `"range"` (the default) the combos of positive weight in
+  either range, so every vector and the memory plan scale with the ranges; `"all"` every
+  combo not blocked by the board (1,081 on a river, 1,128 on a turn, 1,176 on a flop),
+  fixed per board so that new ranges (`set_root_ranges`) never change a shape (weights
+  may be 0). Card removal is exact either way: a hand outside the list has weight 0 in
+  both ranges, so it adds nothing to any sum over opponent hands.
 * **Tree.** The street's public betting tree; every street end before the river is a
   chance node with one child per card not on the board, followed by the next street's
   betting tree (after a called all-in, no more betting: the cards still to come, then a
@@ -47,7 +50,7 @@ from cfrjax.game import default_float_dtype, fingerprint
 from cfrjax.host import default_platform
 from cfrjax.games.poker.cards import (
     CARD_NAMES, COMBOS, NUM_COMBOS, PokerSpecError, combo_str, combos_blocked_by, parse_combo)
-from cfrjax.games.poker.config import PokerSubgameSpec
+from cfrjax.games.poker.config import HAND_LISTS, PokerSubgameSpec
 from cfrjax.games.poker.evaluator import evaluate
 from cfrjax.games.poker.subgame import KEY_FIELDS, RIVER_CARDS, _street_tree, _Tree
 from cfrjax.host import device_array
@@ -65,14 +68,20 @@ DENSE_LIMIT_BYTES = 2 * 2 ** 30
 FLOP_TURN_CARDS = 45
 
 def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
-    """The hand list (ascending combo indices): every combo not blocked by the board, the
-    ranges' support (`"support"`), or the given hands (names such as "AsKs" or combo ids)."""
+    """`[H]` the hand list (ascending combo indices) of `hands`: `None` (the spec's own
+    `config.hands`), `"range"` (the combos of positive weight in either range), `"all"`
+    (every combo not blocked by the board), or the given hands (names such as "AsKs" or
+    combo ids)."""
     blocked = combos_blocked_by(config.board_cards)
-    if hands is None:
-        return np.flatnonzero(~blocked)
-    if isinstance(hands, str) and hands == "support":
-        w0, w1 = config.ranges()
-        return np.flatnonzero((w0 > 0) | (w1 > 0))
+    hands = config.hands if hands is None else hands
+    if isinstance(hands, str):
+        if hands == "all":
+            return np.flatnonzero(~blocked)
+        if hands == "range":
+            w0, w1 = config.ranges()
+            return np.flatnonzero((w0 > 0) | (w1 > 0))
+        raise PokerSpecError(f"hands {hands!r} is not a hand list; allowed: {', '.join(map(repr, HAND_LISTS))} "
+                             "or a list of combos")
     ids = []
     for h in hands:
         i = parse_combo(h) if isinstance(h, str) else int(h)
@@ -325,8 +334,10 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     Args:
       config: the subgame (`PokerSubgameSpec`, e.g. from `load_poker_config` or
         `load_libratus_endgame`).
-      hands: `None` (every combo not blocked by the board), `"support"` (the ranges'
-        support), or an iterable of combos (names or ids) covering the ranges' support.
+      hands: the hand list (`public_hands`): `None` (the spec's `config.hands`, by
+        default `"range"`), `"range"` (the ranges' hands), `"all"` (every combo not
+        blocked by the board), or an iterable of combos (names or ids) covering the
+        ranges' hands.
       terminals: `"auto"` (sorted on CPU; on accelerators dense when the dense matrices
         take at most `dense_limit_bytes`, else sorted; sorted for several boards where
         the showdown kernel runs, `cfrjax.public.showdown_kernel.available`), `"sorted"`
@@ -351,13 +362,14 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     turn = board.size == 4
 
     # Hands and ranges.
+    hand_list = cfg.hands if hands is None else hands if isinstance(hands, str) else "given"
     hands = public_hands(cfg, hands)
     H = hands.size
     w0, w1 = cfg.ranges()
     missing = np.flatnonzero(~np.isin(np.arange(NUM_COMBOS), hands) & ((w0 > 0) | (w1 > 0)))
     if missing.size:
         raise PokerSpecError(f"{cfg.name}: the hand list misses {missing.size} hand(s) of positive range weight "
-                             f"(e.g. {combo_str(missing[0])}); pass hands=None or hands='support'")
+                             f"(e.g. {combo_str(missing[0])}); pass hands='range' or hands='all'")
     weights = np.stack([w0[hands], w1[hands]])
     hand_cards = COMBOS[hands].astype(np.int32)
     if not pt.compatible_pairs(hand_cards, weights[0] > 0, weights[1] > 0):
@@ -486,7 +498,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     meta = {
         "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack, "behind": cfg.effective_stack,
         **cfg.betting_meta(), "random_hands": cfg.random_hands, "seed": cfg.seed,
-        "form": "public", "hands": int(H), "boards": int(B), "public_nodes": int(n1 + B * forest.size),
+        "form": "public", "hands": int(H), "hand_list": hand_list, "boards": int(B),
+        "public_nodes": int(n1 + B * forest.size),
         "decision_nodes": int(I), "terminals": terminals,
         "support": [int(np.count_nonzero(weights[0] > 0)), int(np.count_nonzero(weights[1] > 0))],
     }
@@ -647,8 +660,10 @@ def check_public_fits(config: PokerSubgameSpec, *, hands=None, terminals: str = 
     sz = plan.sizes
     what = (f"{config.name!r} (a {config.street} spot: {sz['nodes']:,} public nodes over {sz['boards']:,} board(s), "
             f"{sz['slots']:,} slots x {sz['hands']:,} hands), refused before building it,")
-    remedy = ("use fewer bet and raise sizes (or fewer raises), a later street (a turn or river spot), or a machine "
-              "with more memory (cfrjax.games.poker.public_tree.public_plan(config) prints the plan)")
+    narrow = "narrower ranges, " if (config.hands if hands is None else hands) != "all" else \
+        "hands = \"range\" (vectors over the ranges' hands instead of every live combo), "
+    remedy = (f"use {narrow}fewer bet and raise sizes (or fewer raises), a later street (a turn or river spot), or a "
+              "machine with more memory (cfrjax.games.poker.public_tree.public_plan(config) prints the plan)")
     device = jax.devices()[0] if device is None and budget_bytes is None else device
     out = check_fits(plan, device, budget_bytes=budget_bytes, what=what, remedy=remedy)
     if budget_bytes is None and device.platform != "cpu":

@@ -22,7 +22,7 @@ from cfrjax.spec import GameSpec
 _TOML_KEYS = {
     "name", "board", "pot", "behind", "stack", "bet_fractions", "raise_fractions", "raise_cap",
     "range0", "range1", "player0", "player1", "random_hands", "seed", "libratus", "top_n", "game", "kind",
-    "betting", "rake_rate", "rake_cap",
+    "betting", "rake_rate", "rake_cap", "hands",
 }
 #: Keys of the `[rake]` table (lifted as `rake_<key>`).
 _RAKE_KEYS = ("rate", "cap")
@@ -61,6 +61,7 @@ def config_from_dict(d: Mapping, *, base_dir: str | None = None, where: str = "s
     behind + pot / 2`; not both), `bet_fractions`, `raise_fractions`, `raise_cap` (an
     integer, or "unlimited"), `range0` / `player0`, `range1` / `player1` (a range
     string, a table hand -> weight or an array of hands), `random_hands`, `seed`,
+    `hands` (the public form's hand list: "range" or "all", `PokerSubgameSpec.hands`),
     and `libratus = "path/to/subgameN.txt"` with optional `top_n` (board, pot, ranges
     and bet abstraction from the Libratus file; other keys override). Rake: a `[rake]`
     table with `rate` and `cap` (or top-level `rake_rate`, `rake_cap`; no cap when
