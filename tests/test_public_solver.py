@@ -144,7 +144,7 @@ def to_public(tab, pub, ts):
                      dtype="float64")
     return dataclasses.replace(ps, regret=lift(np.asarray(ts.regret) / w), avg=lift(np.asarray(ts.avg) * w),
                                avg_weight=ts.avg_weight, iteration=ts.iteration,
-                               prediction=lift(np.asarray(ts.prediction) / w))
+                               prediction=None if ts.prediction is None else lift(np.asarray(ts.prediction) / w))
 
 
 @pytest.mark.parametrize("case", cases(sorted(CASES), ["libratus4_top6"]))
