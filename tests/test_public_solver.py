@@ -249,7 +249,10 @@ def test_locking_by_key_matches_tabular(tiny):
     ts = cfrjax.lock(tab, cfrjax.init(tab, dtype="float64"), {key: probs})
     ps = cfrjax.lock(pub, cfrjax.init(pub, dtype="float64"), {key: probs})
     ts, ps = run_steps(tab, ts, 4), four(pub, ps)
-    assert len(traces) == 1 and not np.array_equal(np.asarray(free.regret), np.asarray(ps.regret))  # no retrace
+    # one program without locks (`None`, a fresh state's) and one with; other locks: no retrace
+    assert len(traces) == 2 and not np.array_equal(np.asarray(free.regret), np.asarray(ps.regret))
+    four(pub, cfrjax.lock(pub, cfrjax.init(pub, dtype="float64"), {key: probs[::-1]}))
+    assert len(traces) == 2
     sl, h = pub.infoset_index(key)
     np.testing.assert_array_equal(np.asarray(cfrjax.current_policy(pub, ps))[sl, h], probs)
     assert_states_agree(tab, pub, ts, ps)
