@@ -118,6 +118,8 @@ def check_batch(games, states: SolverState, batched_fields, multiple_of: int = 1
     sizes = {f"game.{f}": getattr(games, f).shape[0] if getattr(games, f).ndim else None for f in batched_fields}
     for name in ("regret", "avg", "avg_weight", "iteration", "prediction"):
         x = getattr(states, name)
+        if x is None:   # a rule without prediction (`SolverState.prediction`)
+            continue
         sizes[f"state.{name}"] = x.shape[0] if x.ndim else None
     if any(v is None for v in sizes.values()) or len(set(sizes.values())) != 1:
         raise ValueError(f"inconsistent batch axis (leading sizes {sizes}); batched game fields and every state "

@@ -5,8 +5,9 @@
     state = cfrjax.load_checkpoint("run.ckpt", game, config=cfrjax.Config(rule="cfr+"))
 
 A checkpoint is one `.npz` file holding every `SolverState` leaf exactly (regret, avg,
-avg_weight, iteration, prediction, the node-locking arrays, ...: every array field, with
-its dtype and shape, so a batch of states works too), the rule `Config`, the game's `labels.fingerprint` (tree, information sets and
+avg_weight, iteration, and where the state has them the prediction and the node-locking
+arrays, ...: every array field that is not `None`, with its dtype and shape, so a batch of
+states works too), the rule `Config`, the game's `labels.fingerprint` (tree, information sets and
 compiled arrays), a digest of the game's float leaves (payoffs and chance probabilities,
 which `cfrjax.retarget` can change without changing the fingerprint), a SHA-256 of the
 array bytes, and optional JSON-able `extra` data (the CLI keeps its exploitability curve
@@ -41,8 +42,8 @@ import numpy as np
 
 from cfrjax.atomic import atomic_write
 from cfrjax.game import fingerprint
-from cfrjax.rules import Config
-from cfrjax.state import ARRAY_FIELDS, SolverState, compensation_dtype
+from cfrjax.rules import Config, capabilities
+from cfrjax.state import ARRAY_FIELDS, OPTIONAL_FIELDS, SolverState, compensation_dtype
 
 __all__ = ["CheckpointError", "checkpoint_info", "load_checkpoint", "save_checkpoint"]
 
@@ -129,7 +130,7 @@ def save_checkpoint(path: str | os.PathLike, game, state: SolverState, *,
         raise ValueError("game has no labels (fingerprint); compile it with cfrjax.load_game / compile_game")
     # A bfloat16 leaf (a float32 solve's `avg_comp`) is stored widened to float32, exactly
     # (npz has no bfloat16), and read back in the state's dtype (`load_checkpoint`).
-    arrays = {k: np.asarray(jax.device_get(getattr(state, k))) for k in _LEAVES}
+    arrays = {k: np.asarray(jax.device_get(getattr(state, k))) for k in _LEAVES if getattr(state, k) is not None}
     arrays = {k: a.astype(np.float32) if a.dtype == jnp.bfloat16 else a for k, a in arrays.items()}
     if not _fits(game, arrays["regret"].shape):
         raise ValueError(f"state has slot arrays of shape {arrays['regret'].shape}, the game {game.name!r} has "
@@ -137,7 +138,7 @@ def save_checkpoint(path: str | os.PathLike, game, state: SolverState, *,
     meta = dict(format=FORMAT, game=game.name, fingerprint=game.labels.fingerprint,
                 game_data=game_data_digest(game), config=_config_dict(state.config),
                 iteration=int(np.max(arrays["iteration"])) if arrays["iteration"].size else 0,
-                leaves={k: [arrays[k].dtype.name, list(arrays[k].shape)] for k in _LEAVES},
+                leaves={k: [arrays[k].dtype.name, list(arrays[k].shape)] for k in _LEAVES if k in arrays},
                 sha256=_array_digest(arrays), extra=extra)
     try:
         meta_bytes = json.dumps(meta, allow_nan=True).encode()
@@ -159,7 +160,7 @@ def _read(path: str) -> tuple[dict, dict]:
                 got = meta.get("format") if isinstance(meta, dict) else None
                 raise CheckpointError(f"checkpoint {path}: not a cfrjax checkpoint (format {got!r}, "
                                       f"expected {FORMAT!r})")
-            missing = [k for k in _LEAVES if k not in z.files and k not in _ADDED]
+            missing = [k for k in _LEAVES if k not in z.files and k not in _ADDED and k not in OPTIONAL_FIELDS]
             unknown = sorted(set(z.files) - set(_LEAVES) - {"meta"})
             if missing or unknown:
                 raise CheckpointError(f"checkpoint {path}: its state has other fields than this version of cfrjax "
@@ -239,8 +240,9 @@ def load_checkpoint(path: str | os.PathLike, game, *,
     if not _fits(game, arrays["regret"].shape):
         raise CheckpointError(f"checkpoint {path}: state has shape {arrays['regret'].shape}, the game has "
                               f"slot arrays of shape {list(game.slot_shape)}")
-    leaves = {k: jnp.asarray(arrays[k], arrays[k].dtype) for k in _LEAVES}
-    for k in _LEAVES:  # a silent dtype change (e.g. int64 -> int32) would break bit-exact resumption
+    _optional_leaves(path, saved, arrays)
+    leaves = {k: jnp.asarray(arrays[k], arrays[k].dtype) if k in arrays else None for k in _LEAVES}
+    for k in arrays:  # a silent dtype change (e.g. int64 -> int32) would break bit-exact resumption
         if leaves[k].dtype != arrays[k].dtype:
             raise CheckpointError(f"checkpoint {path}: leaf {k} is {arrays[k].dtype}, which this JAX "
                                   f"configuration stores as {leaves[k].dtype}")
@@ -248,3 +250,23 @@ def load_checkpoint(path: str | os.PathLike, game, *,
     # a checkpoint without one; rounded from a float32 one of an earlier version).
     leaves["avg_comp"] = leaves["avg_comp"].astype(compensation_dtype(saved.dtype))
     return SolverState(**leaves, config=saved)
+
+
+def _optional_leaves(path: str, config: Config, arrays: dict) -> None:
+    """`arrays` (a checkpoint's, `_read`) with the leaves of `OPTIONAL_FIELDS` as
+    `config`'s state holds them: a checkpoint written before they were optional stores a
+    prediction for every rule (zeros, never read, unless the rule predicts: dropped) and
+    a lock mask that may lock nothing (dropped with its policy, `cfrjax.init`'s `None`).
+    A predictive rule's checkpoint without its prediction, or a mask without its policy,
+    is refused (`CheckpointError`, one line)."""
+    predictive = capabilities(config).predictive
+    if not predictive:
+        arrays.pop("prediction", None)
+    elif "prediction" not in arrays:
+        raise CheckpointError(f"checkpoint {path}: rule {config.rule!r} predicts but the checkpoint holds no "
+                              "prediction buffer (written for another rule?); resume with the rule it was made with")
+    if ("locked" in arrays) != ("locked_policy" in arrays):
+        raise CheckpointError(f"checkpoint {path}: it holds a lock mask without its policy, or a policy without "
+                              "its mask (locked, locked_policy); the file is not one save_checkpoint wrote")
+    if "locked" in arrays and not arrays["locked"].any():
+        del arrays["locked"], arrays["locked_policy"]

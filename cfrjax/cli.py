@@ -517,10 +517,10 @@ def _solve(args) -> dict:
         print(f"cfrjax: warm start from {what}{args.warm_start} (iteration {int(state.iteration)}), "
               f"{iterations} more iterations{' at most' if target is not None else ''}", file=sys.stderr)
     if args.memory_plan:
-        print(cfrjax.memory.memory_plan(game, state).table(), file=sys.stderr)
+        print(cfrjax.memory.memory_plan(game, state, donate=True).table(), file=sys.stderr)
     run = cfrjax.solve_chunks(game, state, int(state.iteration) + iterations, eval_every=args.eval_every,
                               checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
-                              extra=dict(game=args.game), target=target)
+                              extra=dict(game=args.game), target=target, donate=True)
     if run.resumed_from is not None:
         print(f"cfrjax: resuming {game.name} from {args.checkpoint} at iteration {run.resumed_from}", file=sys.stderr)
     plan, free = run.memory["plan"], run.memory["free"]

@@ -22,7 +22,7 @@ import numpy as np
 from cfrjax.best_response import exploitability_and_value, expected_values
 from cfrjax.checkpoint import checkpoint_info, load_checkpoint, save_checkpoint
 from cfrjax.host import default_platform
-from cfrjax.iteration import join_slots, split_slots, split_step
+from cfrjax.iteration import SLOT_FIELDS, join_slots, split_slots, split_step
 from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
 from cfrjax.policy import average_policy
@@ -210,15 +210,43 @@ def _solve(game, state, iterations, eval_every):
     return state, Trace(iteration=its, exploitability=es, value=vs)
 
 
-def lower_solve(game, state: SolverState, iterations: int, eval_every: int | None = None):
-    """The executable `solve(game, state, iterations)` (`eval_every=None`) or
-    `solve_with_trace(game, state, iterations, eval_every=...)` runs, lowered (its
-    idle locks dropped, `drop_idle_locks`): to compile ahead of time or read its HLO."""
-    return _solve.lower(game, drop_idle_locks(state)[0], iterations, eval_every)
+def lower_solve(game, state: SolverState, iterations: int, eval_every: int | None = None, *, donate: bool = False):
+    """The executable `solve(game, state, iterations, eval_every=..., donate=...)` runs,
+    lowered (its idle locks dropped, `drop_idle_locks`): to compile ahead of time or read
+    its HLO."""
+    state, locks = drop_idle_locks(state)
+    if donate:
+        return _solve_donating.lower(game, *_give(state, locks), iterations, eval_every)
+    return _solve.lower(game, state, iterations, eval_every)
 
 
-@functools.partial(xla_options.jit, static_argnames=("iterations",),
-                   options={"xla_gpu_enable_while_loop_double_buffering": False})
+def _give(state: SolverState, kept=None) -> tuple:
+    """`(state without its slot arrays, {name: slot array})`: the arguments of a donating
+    program (`_solve_donating`, `_chunk_donating`), whose slot arrays (`SLOT_FIELDS`, the
+    bulk of the state) XLA may overwrite with the new state's; the scalars stay the
+    caller's (an interrupted chunk still tells its iteration). A slot array that is also
+    another leaf, or one of `kept` (idle locks set aside), is copied first: a buffer is
+    donated once, and what outlives the solve must not be donated."""
+    slots = {f: getattr(state, f) for f in SLOT_FIELDS if getattr(state, f) is not None}
+    rest = dataclasses.replace(state, **{f: None for f in slots})
+    seen = {id(x) for x in jax.tree.leaves((rest, kept))}
+    for f, x in slots.items():
+        if id(x) in seen:
+            slots[f] = jnp.copy(x)
+        seen.add(id(x))
+    return rest, slots
+
+
+@functools.partial(xla_options.jit, static_argnames=("iterations", "eval_every"), donate_argnums=(2,))
+def _solve_donating(game, state, slots, iterations, eval_every):
+    """`_solve` of `state` with its slot arrays `slots` (`_give`) donated."""
+    return _solve(game, dataclasses.replace(state, **slots), iterations, eval_every)
+
+
+_CHUNK_OPTIONS = {"xla_gpu_enable_while_loop_double_buffering": False}
+
+
+@functools.partial(xla_options.jit, static_argnames=("iterations",), options=_CHUNK_OPTIONS)
 def _chunk(game, state, iterations):
     """`run_steps`: a chunk of the target-driven solve, between two evaluations.
 
@@ -230,7 +258,23 @@ def _chunk(game, state, iterations):
     return run_steps(game, state, iterations)
 
 
-def solve(game, state: SolverState, iterations: int, *, check_memory: bool = True) -> SolverState:
+@functools.partial(xla_options.jit, static_argnames=("iterations",), options=_CHUNK_OPTIONS, donate_argnums=(2,))
+def _chunk_donating(game, state, slots, iterations):
+    """`_chunk` of `state` with its slot arrays `slots` (`_give`) donated."""
+    return _chunk(game, dataclasses.replace(state, **slots), iterations)
+
+
+def _program(plain, donating, donate: bool, kept=None):
+    """`f(game, state, *statics)` running `plain` (a jit of `(game, state, *statics)`, or a
+    runner of `xla_options.compile_concurrently`), or with `donate` `donating` on the
+    state's slot arrays (`_give`; `kept`: leaves that outlive the call)."""
+    if not donate:
+        return plain
+    return lambda game, state, *statics: donating(game, *_give(state, kept), *statics)
+
+
+def solve(game, state: SolverState, iterations: int, *, check_memory: bool = True,
+          donate: bool = False) -> SolverState:
     """Run `iterations` CFR iterations in one compiled executable (a `lax.scan` of `step`).
 
     A state in, a state out, as `step`, whatever the arguments: traceable, so
@@ -244,6 +288,13 @@ def solve(game, state: SolverState, iterations: int, *, check_memory: bool = Tru
       iterations: number of iterations (a Python int >= 0; one executable per value).
       check_memory: first check the memory plan against the device's free memory
         (`cfrjax.memory.guard`; raises `cfrjax.memory.MemoryPlanError` stating both).
+      donate: let the solve take over `state`'s slot arrays (regret, average, ...): the
+        new state is written into their buffers, so the device holds one copy of the
+        state instead of two (`cfrjax.memory.memory_plan(..., donate=True)`), and
+        `state`'s slot arrays are deleted (reading them raises) where the platform
+        honours donation; its scalars (`iteration`, `avg_weight`) and locks stay
+        readable. For a caller that drops `state` (`state = solve(game, state, n,
+        donate=True)`). The same iterations, bit for bit.
 
     Returns:
       The `SolverState` after `iterations` more iterations.
@@ -251,14 +302,14 @@ def solve(game, state: SolverState, iterations: int, *, check_memory: bool = Tru
     if not isinstance(iterations, int) or iterations < 0:
         raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
     if check_memory:
-        guard(game, state)
+        guard(game, state, donate=donate)
     state, locks = drop_idle_locks(state)
-    return restore_locks(_solve(game, state, iterations, None)[0], locks)
+    return restore_locks(_program(_solve, _solve_donating, donate, locks)(game, state, iterations, None)[0], locks)
 
 
 def solve_with_trace(game, state: SolverState, iterations: int | None = None, *, eval_every: int | None = None,
                      target_exploitability: float | None = None, max_iterations: int | None = None,
-                     check_memory: bool = True) -> tuple[SolverState, Trace]:
+                     check_memory: bool = True, donate: bool = False) -> tuple[SolverState, Trace]:
     """Run CFR iterations and evaluate the average policy along the way: always the pair
     `(state, trace)`. Runs on the host (it reads evaluations back), so not under
     `jax.jit`; the iterations are those of `solve`, bit for bit.
@@ -292,6 +343,7 @@ def solve_with_trace(game, state: SolverState, iterations: int | None = None, *,
         (target-driven mode; needs `max_iterations`).
       max_iterations: iteration cap of the target-driven mode (a positive int).
       check_memory: as `solve`.
+      donate: as `solve`.
 
     Returns:
       `(state, trace)`: the new state and a `Trace` of `[K]` arrays, one row per
@@ -316,21 +368,24 @@ def solve_with_trace(game, state: SolverState, iterations: int | None = None, *,
     elif not isinstance(iterations, int) or iterations <= 0:
         raise ValueError(f"iterations must be a positive int, got {iterations!r}")
     if check_memory:
-        guard(game, state)
+        guard(game, state, donate=donate)
     state, locks = drop_idle_locks(state)
     if not target_mode:
         with jax.enable_x64(True):  # the evaluation (only) runs in float64
-            state, trace = _solve(game, state, iterations, eval_every or iterations)
+            program = _program(_solve, _solve_donating, donate, locks)
+            state, trace = program(game, state, iterations, eval_every or iterations)
             return restore_locks(state, locks), _host(trace)
     every = min(eval_every or TARGET_EVAL_EVERY, max_iterations)
     with jax.enable_x64(True):  # the evaluation (only) runs in float64
         evaluate_, chunk = xla_options.compile_concurrently(
-            [(_evaluate_jit, (game, state)), (_chunk, (game, state, every))])
+            [(_evaluate_jit, (game, state)),
+             (_chunk_donating, (game, *_give(state), every)) if donate else (_chunk, (game, state, every))])
+        chunk, other = _program(chunk, _chunk_donating, donate, locks), _program(_chunk, _chunk_donating, donate, locks)
         rows, done = [], 0
         for point in target_evaluations(max_iterations, eval_every):
             while done < point:
                 size = min(every, point - done)
-                state = chunk(game, state, every) if size == every else _chunk(game, state, size)
+                state = chunk(game, state, every) if size == every else other(game, state, size)
                 done += size
             rows.append(jax.device_get((state.iteration, *evaluate_(game, state))))
             if target_reached(rows[-1][1], target):
@@ -403,7 +458,8 @@ class SolveChunks:
     def __init__(self, game, state: SolverState, iterations: int, *, eval_every: int | None = None,
                  checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
                  extra: dict | None = None, check_memory: bool = True, target: float | None = None,
-                 checkpoint_min_interval_s: float = CHECKPOINT_MIN_INTERVAL_S, clock=time.monotonic):
+                 checkpoint_min_interval_s: float = CHECKPOINT_MIN_INTERVAL_S, clock=time.monotonic,
+                 donate: bool = False):
         if not isinstance(iterations, int) or iterations <= 0:
             raise ValueError(f"iterations must be a positive int, got {iterations!r}")
         if not isinstance(checkpoint_min_interval_s, (int, float)) or not checkpoint_min_interval_s >= 0:
@@ -414,7 +470,7 @@ class SolveChunks:
                 raise ValueError(f"{name} must be a positive int or None, got {v!r}")
         if checkpoint_every is not None and checkpoint is None:
             raise ValueError("checkpoint_every needs a checkpoint path")
-        self.game, self.iterations = game, iterations
+        self.game, self.iterations, self.donate = game, iterations, bool(donate)
         self.checkpoint = None if checkpoint is None else os.fspath(checkpoint)
         self.extra = dict(extra or {})
         self.target = None if target is None else _target(target)
@@ -438,7 +494,7 @@ class SolveChunks:
             self.solve_s = float(saved.get("solve_s", 0.0))
             self.resumed_from = int(state.iteration)
         self.state = state
-        self.memory = guard(game, state) if check_memory else None
+        self.memory = guard(game, state, donate=self.donate) if check_memory else None
         self.start = int(state.iteration)
         # the iterations it stops at and those it evaluates at (`None`: multiples of `every`, and the last)
         self.origin = origin if self.target is not None else 0
@@ -461,8 +517,10 @@ class SolveChunks:
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
         state = drop_idle_locks(self.state)[0]   # as `solve` calls it
-        gets = [_chunk.prepare(self.game, state, size) if self.target is not None else
-                _solve.prepare(self.game, state, size, None) for size in sizes]
+        chunk, whole = (_chunk_donating, _solve_donating) if self.donate else (_chunk, _solve)
+        args = (self.game, *_give(state)) if self.donate else (self.game, state)
+        gets = [chunk.prepare(*args, size) if self.target is not None else whole.prepare(*args, size, None)
+                for size in sizes]
         with jax.enable_x64(True):
             get_evaluate = _evaluate_jit.prepare(self.game, self.state)
             t1 = time.perf_counter()
@@ -508,9 +566,9 @@ class SolveChunks:
         """`iterations` more from `state`: `solve`'s executable, or with a target the
         chunk executable of `solve_with_trace`'s target mode (the same program as the Python API's)."""
         if self.target is None:
-            return solve(self.game, self.state, iterations, check_memory=False)
+            return solve(self.game, self.state, iterations, check_memory=False, donate=self.donate)
         state, locks = drop_idle_locks(self.state)
-        return restore_locks(_chunk(self.game, state, iterations), locks)
+        return restore_locks(_program(_chunk, _chunk_donating, self.donate, locks)(self.game, state, iterations), locks)
 
     def __iter__(self):
         done = self.start
@@ -538,7 +596,8 @@ class SolveChunks:
 def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int | None = None,
                  checkpoint: str | os.PathLike | None = None, checkpoint_every: int | None = None,
                  extra: dict | None = None, check_memory: bool = True, target: float | None = None,
-                 checkpoint_min_interval_s: float = CHECKPOINT_MIN_INTERVAL_S, clock=time.monotonic) -> SolveChunks:
+                 checkpoint_min_interval_s: float = CHECKPOINT_MIN_INTERVAL_S, clock=time.monotonic,
+                 donate: bool = False) -> SolveChunks:
     """A solve up to `iterations` in all, run chunk by chunk: evaluated, checkpointed, resumable.
 
         run = cfrjax.solve_chunks(game, state, 10_000, eval_every=500, checkpoint="run.ckpt")
@@ -562,6 +621,10 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
       checkpoint_min_interval_s: seconds (default 60); 0 writes at every evaluation.
       clock: the time in seconds for that interval (default `time.monotonic`).
       extra: JSON-able data stored in the checkpoint beside the history.
+      donate: each chunk takes over the state it continues from (`solve`'s `donate`): one
+        copy of the state on the device, not two; `state` and each `chunk.state` are
+        then valid only until the next chunk runs (the command line's loop, which keeps
+        only the latest).
       check_memory: check the memory plan first (`cfrjax.memory.guard`).
       target: stop at the first evaluation at or below this exploitability (the game's
         unit, a number >= 0; `target_reached`, the rule of `solve_with_trace`'s target mode), with
@@ -580,4 +643,4 @@ def solve_chunks(game, state: SolverState, iterations: int, *, eval_every: int |
     """
     return SolveChunks(game, state, iterations, eval_every=eval_every, checkpoint=checkpoint,
                        checkpoint_every=checkpoint_every, extra=extra, check_memory=check_memory, target=target,
-                       checkpoint_min_interval_s=checkpoint_min_interval_s, clock=clock)
+                       checkpoint_min_interval_s=checkpoint_min_interval_s, clock=clock, donate=donate)

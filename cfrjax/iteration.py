@@ -123,21 +123,24 @@ def split_slots(game, state: SolverState) -> SolverState:
     if state.config.order != "alternating":
         return state
     k = game.slot_split
-    return dataclasses.replace(state, **{f: (getattr(state, f)[:k], getattr(state, f)[k:]) for f in SLOT_FIELDS})
+    return dataclasses.replace(state, **{f: (getattr(state, f)[:k], getattr(state, f)[k:]) for f in SLOT_FIELDS
+                                         if getattr(state, f) is not None})
 
 
 def join_slots(state: SolverState) -> SolverState:
     """The inverse of `split_slots`."""
     if not isinstance(state.regret, tuple):
         return state
-    return dataclasses.replace(state, **{f: jnp.concatenate(getattr(state, f)) for f in SLOT_FIELDS})
+    return dataclasses.replace(state, **{f: jnp.concatenate(getattr(state, f)) for f in SLOT_FIELDS
+                                         if getattr(state, f) is not None})
 
 
 def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, player, t, kept=None, stored=None,
           raw=None):
     """One (half-)update for `player` (0, 1, or None for both): new (regret, avg, avg_comp,
     prediction, leaf, kept). The slot arrays are whole (`player` None) or pairs of halves
-    (`split_slots`), of which `player`'s is replaced. `leaf`: a stateful leaf function's
+    (`split_slots`), of which `player`'s is replaced; `pred` is `None` for a rule that does
+    not predict (`SolverState.prediction`). `leaf`: a stateful leaf function's
     state (`SolverState.leaf`), or `None`; the form's pass updates it with this
     (half-)iteration's averaging coefficient.
 
@@ -173,18 +176,21 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
         new_regret, new_avg, new_comp = fused
         return put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), pred, leaf, None
     whole = (lambda a: jnp.concatenate(a)) if player is not None else (lambda a: a)   # noqa: E731
+    predictive = cfg.rule in rules.PREDICTIVE
     seen = regret
-    if player == 1 and cfg.rule in rules.PREDICTIVE:
+    if player == 1 and predictive:
         # Player 0 already finished iteration t: it plays with its pending discount (for
         # DCFR/LCFR regret matching is invariant to it, so the plain regrets are used).
         seen = (rules.discount(cfg, regret[0], t), regret[1])
     if kept is not None:
-        sigma = jnp.concatenate([passes.regret_matching(game, rules.strategy_regret(cfg, seen[0], pred[0]), 0,
-                                                        kernel=cfg.rule not in rules.PREDICTIVE), kept])
-    elif stored is not None and stored[1] is not None and cfg.rule not in rules.PREDICTIVE:
+        m = None if pred is None else pred[0]
+        sigma = jnp.concatenate([passes.regret_matching(game, rules.strategy_regret(cfg, seen[0], m), 0,
+                                                        kernel=not predictive), kept])
+    elif stored is not None and stored[1] is not None and not predictive:
         sigma = passes.regret_matching(game, stored[0], factors=stored[1])
     else:
-        sigma = passes.regret_matching(game, rules.strategy_regret(cfg, whole(seen), whole(pred)))
+        m = None if pred is None else whole(pred)
+        sigma = passes.regret_matching(game, rules.strategy_regret(cfg, whole(seen), m))
     kept = sigma[game.slot_split:] if player == 0 else None
     if state.locked is not None:   # node locking (`None`: nothing locked, `cfrjax.locking.drop_idle_locks`)
         sigma = jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)
@@ -192,20 +198,19 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
     own = (lambda a: a[player]) if player is not None else (lambda a: a)   # noqa: E731
     extra = {} if leaf is None else {"leaf": (leaf, mean_coefficient(b_t, w_new))}
     base = rules.update_discount(cfg, own(regret), t)
-    if cfg.rule in rules.PREDICTIVE:
+    if predictive:
         inst, y, *out = form.regret_pass(game, sigma_ext, jnp.zeros_like(base), player, **extra)
         new_regret = rules.after_update(cfg, base + inst)
-        new_pred = inst
+        pred = put(pred, inst)
     else:  # the form adds this iteration's regrets into the cumulative ones (OpenSpiel's rounding)
         acc, y, *out = form.regret_pass(game, sigma_ext, base, player, **extra)
         new_regret = rules.after_update(cfg, acc)
-        new_pred = own(pred)
     if cfg.rule in rules.UNWEIGHTED_AVERAGE:
         slo, shi = passes.slot_range(game, player)
         y = sigma[slo:shi]
     new_avg, new_comp = _average(cfg, own(avg), own(comp), y, b_t, w_new)
-    return (put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), put(pred, new_pred),
-            (out[0] if out else leaf), kept)
+    return (put(regret, new_regret), put(avg, new_avg), put(comp, new_comp), pred, (out[0] if out else leaf),
+            kept)
 
 
 #: From `Plan.wide_columns` columns per slot (hands times batch) an iteration keeps player

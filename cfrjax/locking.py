@@ -38,7 +38,8 @@ def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) ->
 
     Args:
       game: the compiled game (any form; keys as in `cfrjax.strategy.strategy_table`).
-      state: the solver state (locks already present are kept unless overridden).
+      state: the solver state (locks already present are kept unless overridden); one
+        without locks (`locked` `None`, `cfrjax.init`'s) gets its mask and policy here.
       strategies: information-set key -> action probabilities, in the set's action order
         (`game.labels.action_names`).
 
@@ -46,8 +47,10 @@ def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) ->
       KeyError: an unknown information-set key.
       ValueError: a probability vector of the wrong length, negative, or not summing to 1.
     """
-    mask = np.asarray(state.locked).copy()
-    values = np.asarray(state.locked_policy).copy()
+    if state.locked is None:   # nothing locked yet
+        mask, values = np.zeros(np.shape(state.regret), bool), np.zeros(np.shape(state.regret), state.regret.dtype)
+    else:
+        mask, values = np.asarray(state.locked).copy(), np.asarray(state.locked_policy).copy()
     for key, probs in strategies.items():
         sl = _index(game, key, "lock")
         n = _num_actions(sl)
@@ -63,7 +66,12 @@ def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) ->
 
 
 def unlock(game, state: SolverState, keys: Sequence[str] | None = None) -> SolverState:
-    """Release the locks at `keys` (all locks when `None`)."""
+    """Release the locks at `keys` (all locks when `None`); a state without locks (`locked`
+    `None`) is returned as it is (its keys still checked)."""
+    if state.locked is None:
+        for key in keys or ():
+            _index(game, key, "unlock")
+        return state
     mask = np.asarray(state.locked).copy()
     if keys is None:
         mask[:] = False

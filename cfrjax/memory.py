@@ -6,15 +6,20 @@ buffer of the compiled solver with its size. Here the same rows are computed for
 game is built (`plan_from_sizes`), for a batch of subgames per device (`batch`, as
 `cfrjax.shard.solve_sharded` places `B / n` subgames on each of `n` devices):
 
-  shared (once per device):    index arrays (int32), unbatched float leaves, and XLA's
-                               working copies of the per-level index slices (estimate:
-                               as large as the index arrays themselves)
+  shared (once per device):    index arrays (int32), unbatched float leaves, and off the
+                               CPU XLA's working copies of the per-level index slices
+                               (estimate: as large as the index arrays themselves; XLA:CPU
+                               reads them in place)
   per subgame (x batch):       batched float leaves (template, payoff, ...), the solver
-                               state (input and output copies: `jit` does not donate),
-                               and the per-iteration scratch: strategy with sentinel
-                               S + 1, set totals I, dual-lane reach 2N, values N, child
-                               contributions N, edge regret terms M, average term S
-                               (+ N under alternating order)
+                               state (regret, average and its compensation, and the
+                               prediction of a predictive rule only: input and output
+                               copies, one copy where the solve takes the state over,
+                               `donate=True`), and the per-iteration scratch: strategy
+                               with sentinel S + 1, set totals I, dual-lane reach 2N,
+                               values N, child contributions N, edge regret terms M,
+                               average term S (+ N under alternating order); a public
+                               form on CPU: XLA's slot-sized buffers around the native
+                               update or passes (`public_cpu_scratch`)
 
 The plan is an estimate of what XLA allocates, checked against XLA's own buffer
 assignment (`compiled_memory`) in the tests (the plan is conservative, within a small
@@ -41,13 +46,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.forms import form_of
-from cfrjax.rules import DEFAULT_ORDER
+from cfrjax.forms import form_name, form_of
+from cfrjax.host import default_platform
+from cfrjax.kernels import KERNELS
+from cfrjax.plan import plan_of
+from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config, capabilities
 from cfrjax.state import compensation_dtype
 from cfrjax.tabular import scratch_from_sizes
 
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
-           "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes"]
+           "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes", "public_cpu_scratch"]
 
 
 class MemoryPlanError(MemoryError):
@@ -160,20 +168,57 @@ def _scratch_rows(elements: dict, fdt) -> list:
     return [Buffer(name, "scratch", int(n), fdt, True, notes.get(name, "")) for name, n in elements.items()]
 
 
-def _state_rows(S, sdt) -> list:
+def _state_rows(S, sdt, *, predictive: bool, donate: bool, locks: bool = False, platform: str | None = None) -> list:
+    """The solver state's rows (`cfrjax.state.SolverState`): regret, average and its
+    compensation (`compensation_dtype` on `platform`), the prediction of a predictive rule
+    (`predictive`), the scalars; an input and an output copy, one copy (`in/out`) where
+    the solve takes the state over (`donate`: `cfrjax.solve(..., donate=True)`); the
+    node locks (`locks`), read only."""
     rows = []
-    for copy in ("in", "out"):
+    for copy in (("in/out",) if donate else ("in", "out")):
         rows += [Buffer(f"state.regret [{copy}]", "state", S, sdt, True),
                  Buffer(f"state.avg [{copy}]", "state", S, sdt, True),
-                 Buffer(f"state.avg_comp [{copy}]", "state", S, compensation_dtype(sdt).name, True),
-                 Buffer(f"state.prediction [{copy}]", "state", S, sdt, True),
-                 Buffer(f"state.avg_weight [{copy}]", "state", 1, sdt, True),
+                 Buffer(f"state.avg_comp [{copy}]", "state", S, compensation_dtype(sdt, platform).name, True)]
+        if predictive:
+            rows.append(Buffer(f"state.prediction [{copy}]", "state", S, sdt, True))
+        rows += [Buffer(f"state.avg_weight [{copy}]", "state", 1, sdt, True),
                  Buffer(f"state.iteration [{copy}]", "state", 1, "int32", True)]
+    if locks:
+        rows += [Buffer("state.locked", "state", S, "bool", True), Buffer("state.locked_policy", "state", S, sdt, True)]
+    return rows
+
+
+def public_cpu_scratch(game, config: Config, donate: bool = False) -> dict:
+    """Per-subgame elements of XLA's buffers in an iteration of a public-form game on CPU,
+    for the memory plan: the CPU loops the boards inside the native update or passes,
+    so what XLA allocates are slot-sized `[S, H]` arrays (the accelerators' rows,
+    `scratch_elements`, hold every board's forest at once).
+
+    Calibrated on XLA:CPU's buffer assignment (`compiled_memory`) of river and turn spots
+    (`tests/test_memory.py`: within 20% of it): where the native (half-)update runs
+    (`cfrjax.kernels`' `native_half`, every rule without prediction) XLA holds two more
+    slot arrays (the update's outputs beside a donated state, or the players' halves
+    under alternating order) and nothing under simultaneous order without donation;
+    otherwise (a predictive rule) the strategy with its sentinel row, the instantaneous
+    regret terms and the average term, and under alternating order the regret plus
+    prediction and the two halves joined at the end, under simultaneous order on several
+    boards the regret plus prediction and the boards' regret terms."""
+    S, H = game.num_slots, game.num_hands
+    plan = plan_of(game)
+    if plan.native and plan.native_half and KERNELS["native_half"].supports(config):
+        n = 2 if config.order == "alternating" or donate else 0
+        return {"native update outputs": n * S * H} if n else {}
+    rows = {"strategy + sentinel": (S + 1) * H, "regret terms": S * H, "average term": S * H}
+    if config.order == "alternating":
+        rows.update({"regret + prediction": S * H, "halves joined (alternating)": 2 * S * H})
+    elif game.num_boards > 1:
+        rows.update({"regret + prediction": S * H, "board regret terms": S * H})
     return rows
 
 
 def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, *, path_width: int = 8,
                     batch: int = 1, dtype="float32", game_dtype=None, order: str = DEFAULT_ORDER,
+                    rule: str = DEFAULT_RULE, donate: bool = False, platform: str | None = None,
                     batched_fields=("template", "payoff", "chance_reach", "edge_prob", "dec_sign", "dec_chance",
                                     "slot_uniform")) -> MemoryPlan:
     """A plan from the game's counts alone (before building it).
@@ -187,6 +232,10 @@ def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, 
       dtype: the solver state's float dtype; `game_dtype` that of the game's float
         leaves (default: the same).
       order: `"simultaneous"` or `"alternating"` (a little more scratch).
+      rule: the rule (a predictive one's state holds a prediction buffer).
+      donate: the solve takes the state over (`cfrjax.solve(..., donate=True)`): one
+        copy of it, not an input and an output.
+      platform: where it runs (default: JAX's default backend).
       batched_fields: float leaves that differ per subgame (default: all, as
         `cfrjax.batch_axes` maps them); the others are shared.
     """
@@ -201,27 +250,34 @@ def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, 
               "slot_uniform": S}
     rows = [Buffer(k, "index", n, "int32", False) for k, n in index.items() if n]
     rows += [Buffer(k, "game", n, gdt, k in batched_fields) for k, n in floats.items()]
-    rows += _state_rows(S, fdt)
+    rows += _state_rows(S, fdt, predictive=capabilities(Config(rule=rule)).predictive, donate=donate)
     rows += _scratch_rows(scratch_from_sizes(N, M, S, I, order), fdt)
-    rows.append(Buffer("index slices", "xla", sum(index.values()), "int32", False, _XLA_NOTE))
+    if (platform or default_platform()) != "cpu":
+        rows.append(Buffer("index slices", "xla", sum(index.values()), "int32", False, _XLA_NOTE))
     return MemoryPlan(tuple(rows), batch=int(batch),
                       sizes=dict(nodes=N, decision_edges=M, slots=S, infosets=I, order=order, dtype=fdt))
 
 
 def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1, dtype=None,
-                order: str | None = None) -> MemoryPlan:
+                order: str | None = None, rule: str | None = None, donate: bool = False,
+                platform: str | None = None) -> MemoryPlan:
     """The plan of solving `game` (from its actual leaves) on one device.
 
     Args:
       game: a compiled game of any form, or a batched one (re-targetable leaves with a
         leading batch axis, see `cfrjax.batch`): its batched leaves count per subgame, the
         rest once.
-      state: optional `SolverState` (or batch of them): its dtype and order are used.
+      state: optional `SolverState` (or batch of them): its dtype, order, rule and locks
+        are used.
       batch: subgames in all; default: the game's batch size (1 if not batched).
       devices: the batch is split over this many devices (`ceil(batch / devices)` per
         device).
-      dtype, order: the solver's float dtype and order when no `state` is given
-        (default: the game's float dtype, simultaneous).
+      dtype, order, rule: the solver's float dtype, order and rule when no `state` is
+        given (default: the game's float dtype, the default order and rule).
+      donate: the solve takes the state over (`cfrjax.solve(..., donate=True)`, the
+        command line's): one copy of the state, not an input and an output.
+      platform: where it runs (default: JAX's default backend): on CPU a public-form
+        game's scratch is `public_cpu_scratch`.
     """
     leaves = {}
     for f in dataclasses.fields(game):
@@ -236,15 +292,19 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
     dims = type(game).RETARGETABLE
     batched = {k for k, nd in dims.items() if leaves.get(k) is not None and np.ndim(leaves[k]) == nd + 1}
     game_batch = int(np.shape(leaves[next(iter(batched))])[0]) if batched else 1
+    locks = False
     if state is not None:
         cfg = state.config
-        dtype, order = cfg.dtype, cfg.order
+        dtype, order, rule = cfg.dtype, cfg.order, cfg.rule
+        locks = state.locked is not None
         if np.ndim(state.iteration) == 1 and batch is None:
             batch = int(np.shape(state.iteration)[0])
     gdt = next(np.dtype(x.dtype).name for x in leaves.values()
                if x is not None and np.issubdtype(np.dtype(x.dtype), np.floating))
     fdt = np.dtype(dtype or gdt).name
     order = order or DEFAULT_ORDER
+    config = state.config if state is not None else Config(rule=rule or DEFAULT_RULE, order=order, dtype=fdt)
+    platform = platform or default_platform()
     batch = game_batch if batch is None else int(batch)
     per_device = -(-batch // int(devices))
     rows = []
@@ -259,9 +319,14 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
             rows.append(Buffer(k, "index", n, dt, False))
         else:
             rows.append(Buffer(k, "game", n, dt, k in batched or not batched))
-    rows += _state_rows(int(np.prod(game.slot_shape)), fdt)
-    rows += _scratch_rows(form_of(game).scratch_elements(game, order), fdt)
-    rows.append(Buffer("index slices", "xla", index_elems, "int32", False, _XLA_NOTE))
+    rows += _state_rows(int(np.prod(game.slot_shape)), fdt, predictive=capabilities(config).predictive, donate=donate,
+                        locks=locks, platform=platform)
+    if platform == "cpu" and form_name(game) == "public":   # native code reads the index arrays in place
+        rows += _scratch_rows(public_cpu_scratch(game, config, donate), fdt)
+    else:
+        rows += _scratch_rows(form_of(game).scratch_elements(game, order), fdt)
+        if platform != "cpu":
+            rows.append(Buffer("index slices", "xla", index_elems, "int32", False, _XLA_NOTE))
     order_of = {"index": 0, "game": 1, "state": 2, "scratch": 3, "xla": 4}
     rows.sort(key=lambda b: order_of[b.group])
     return MemoryPlan(tuple(rows), batch=per_device,
@@ -354,9 +419,9 @@ def check_fits(plan: MemoryPlan, device=None, *, budget_bytes: int | None = None
     raise err
 
 
-def guard(game, state, *, devices: int = 1, device=None) -> dict:
-    """`check_fits` of `memory_plan(game, state, devices=devices)` on `device` (default the
-    first device), not counting inputs already resident there. `cfrjax.solve`,
+def guard(game, state, *, devices: int = 1, device=None, donate: bool = False) -> dict:
+    """`check_fits` of `memory_plan(game, state, devices=devices, donate=donate)` on
+    `device` (default the first device), not counting inputs already resident there. `cfrjax.solve`,
     `cfrjax.solve_batch` and `cfrjax.solve_sharded` call it before running (their
     `check_memory=True`), so a tree or batch that cannot fit raises `MemoryPlanError`
     (estimate and free memory) instead of an allocator error mid-run. The plan is
@@ -369,7 +434,8 @@ def guard(game, state, *, devices: int = 1, device=None) -> dict:
         except Exception:  # tracers, NumPy arrays: nothing resident yet
             continue
         resident += sum(sh.data.nbytes for sh in shards if sh.device == device)
-    return check_fits(memory_plan(game, state, devices=devices), device, resident_bytes=resident)
+    return check_fits(memory_plan(game, state, devices=devices, donate=donate, platform=device.platform), device,
+                      resident_bytes=resident)
 
 
 def compiled_memory(fn, *args, **kwargs) -> dict:

@@ -387,7 +387,8 @@ def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RU
         if diff:
             raise ValueError(f"{path} holds another run (differs in {', '.join(diff)}); remove it or choose "
                              "another output directory")
-        states = dataclasses.replace(states, **{k: jnp.asarray(arrays[f"state.{k}"]) for k in _STATE_FIELDS})
+        states = dataclasses.replace(states, **{k: jnp.asarray(arrays[f"state.{k}"]) for k in _STATE_FIELDS
+                                                if getattr(states, k) is not None})
         done = resumed_from = int(old["iterations_done"])
         if target is not None:
             stopped, expl = arrays.get("target.stopped", stopped), arrays.get("target.exploitability", expl)
@@ -404,7 +405,8 @@ def solve_shards(games, iterations: int, out_dir: str, *, rule: str = DEFAULT_RU
         ss, done, ran = new, done + k, ran + k
         if evaluations is not None and done not in evaluations:
             continue   # a target's chunks between two evaluations: the shard is written at evaluations
-        leaves = {f: _local_rows(getattr(ss, f)) for f in _STATE_FIELDS}  # waits for the chunk
+        leaves = {f: _local_rows(getattr(ss, f)) for f in _STATE_FIELDS
+                  if getattr(ss, f) is not None}  # waits for the chunk
         dt_chunk = time.perf_counter() - t0
         if first_s is None:
             first_s = dt_chunk  # includes compiling

@@ -30,6 +30,8 @@ def current_policy(game, state: SolverState):
     cfg = state.config
     regret = rules.discount(cfg, state.regret, state.iteration.astype(state.regret.dtype))
     sigma = passes.regret_matching(game, rules.strategy_regret(cfg, regret, state.prediction))
+    if state.locked is None:   # nothing locked
+        return sigma
     return jnp.where(state.locked, state.locked_policy.astype(sigma.dtype), sigma)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from cfrjax import xla_options
 from cfrjax.host import default_platform, device_array
-from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config
+from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config, capabilities
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,12 +39,14 @@ class SolverState:
         CPU (`compensation_dtype`); zeros in a float64 solve, which updates `avg` alone.
       avg_weight: `[]` total averaging weight `W_t` so far.
       iteration: `[]` int32, completed iterations.
-      prediction: `[S]` prediction buffer of the predictive rules (`pcfr+`, `pdcfr+`):
-        the last iteration's instantaneous regret; zeros (and unused) for other rules.
+      prediction: `[S]` prediction buffer of the predictive rules (`pcfr+`, `pdcfr+`,
+        `cfrjax.rules.Capabilities.predictive`): the last iteration's instantaneous regret;
+        `None` for every other rule (no slot-sized array the rule never reads).
       locked: `[S]` bool, slots of information sets whose strategy is fixed (node
-        locking, see `cfrjax.lock`); all False by default.
-      locked_policy: `[S]` the fixed strategy at locked slots (ignored elsewhere). Inside
-        `cfrjax.solve` / `solve_batch` both are `None` when nothing is locked
+        locking, see `cfrjax.lock`), or `None` (the default): nothing locked.
+      locked_policy: `[S]` the fixed strategy at locked slots (ignored elsewhere), or
+        `None` with `locked`. A state whose mask locks nothing (after `cfrjax.unlock`)
+        solves as one with `None`: `cfrjax.solve` / `solve_batch` drop idle locks
         (`cfrjax.locking.drop_idle_locks`: regret matching skips them), and the returned
         state has them back.
       leaf: the state of a depth-limited game's stateful leaf function (a pytree its
@@ -68,9 +70,13 @@ class SolverState:
 
 
 #: The array fields of `SolverState` (its pytree leaves but `leaf`): the one list that
-#: checkpoints and shard files read and write.
+#: checkpoints and shard files read and write (those of `OPTIONAL_FIELDS` where not `None`).
 ARRAY_FIELDS = tuple(f.name for f in dataclasses.fields(SolverState) if not f.metadata.get("static")
                      and f.name != "leaf")
+
+#: The array fields a state holds only where its rule or its locks need them (`None`
+#: otherwise): the predictive rules' prediction, the node locks.
+OPTIONAL_FIELDS = ("prediction", "locked", "locked_policy")
 
 jax.tree_util.register_dataclass(SolverState, data_fields=list(ARRAY_FIELDS) + ["leaf"], meta_fields=["config"])
 
@@ -101,14 +107,14 @@ def compensation_dtype(dtype: str, platform: str | None = None):
     return jnp.dtype(jnp.float32 if (platform or default_platform()) == "cpu" else jnp.bfloat16)
 
 
-@functools.partial(xla_options.jit, static_argnums=(0, 1, 2))
-def _zeros_program(shape: tuple, dtype, comp_dtype):
+@functools.partial(xla_options.jit, static_argnums=(0, 1, 2, 3))
+def _zeros_program(shape: tuple, dtype, comp_dtype, floats: int):
     """`_zeros` in one compiled program (each `jnp.zeros` run eagerly compiles a program of
     its own, per shape and dtype). Through `cfrjax.xla_options.jit`, so with the
     compilation cache on a new process reads it back kept (`cfrjax.programs`) instead of
     tracing and lowering it again."""
-    return (jnp.zeros(shape, dtype), jnp.zeros(shape, comp_dtype), jnp.zeros(shape, bool), jnp.zeros((), dtype),
-            jnp.zeros((), jnp.int32))
+    return (tuple(jnp.zeros(shape, dtype) for _ in range(floats)), jnp.zeros(shape, comp_dtype),
+            jnp.zeros((), dtype), jnp.zeros((), jnp.int32))
 
 
 #: Slot-array entries up to which a fresh state's zeros are made on the host and copied to
@@ -118,20 +124,23 @@ def _zeros_program(shape: tuple, dtype, comp_dtype):
 HOST_ZEROS_ENTRIES = 2 ** 23
 
 
-def _zeros(shape: tuple, dtype, comp_dtype):
-    """A fresh state's arrays: zeros `[*shape]` of `dtype`, of `comp_dtype` and of bool, and
-    the scalars `0` of `dtype` and int32; copied from the host up to `HOST_ZEROS_ENTRIES`,
-    larger ones (a batch's) made on the device by `_zeros_program`."""
+def _zeros(shape: tuple, dtype, comp_dtype, floats: int):
+    """A fresh state's arrays: `floats` distinct zero arrays `[*shape]` of `dtype` (distinct
+    buffers, so that a solve may take the state's buffers over, `cfrjax.solve(...,
+    donate=True)`), zeros `[*shape]` of `comp_dtype`, and the scalars `0` of `dtype` and
+    int32; copied from the host up to `HOST_ZEROS_ENTRIES`, larger ones (a batch's) made on
+    the device by `_zeros_program`."""
     if math.prod(shape) > HOST_ZEROS_ENTRIES:
-        return _zeros_program(shape, dtype, comp_dtype)
-    return tuple(device_array(np.zeros(sh, dt)) for sh, dt in
-                 ((shape, dtype), (shape, comp_dtype), (shape, bool), ((), dtype), ((), jnp.int32)))
+        return _zeros_program(shape, dtype, comp_dtype, floats)
+    return (tuple(device_array(np.zeros(shape, dtype)) for _ in range(floats)),
+            *(device_array(np.zeros(sh, dt)) for sh, dt in ((shape, comp_dtype), ((), dtype), ((), jnp.int32))))
 
 
 def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
          averaging: str = "linear", dtype=None, *, alpha: float | None = None, beta: float | None = None,
          gamma: float | None = None) -> SolverState:
-    """A fresh solver state: zero regrets, empty average, iteration 0.
+    """A fresh solver state: zero regrets, empty average, iteration 0, nothing locked; a
+    prediction buffer only for a predictive rule.
 
     Args:
       game: the compiled game, in any form (state arrays take its `slot_shape`: `[S]`
@@ -147,11 +156,19 @@ def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
     Raises:
       ValueError: an unknown rule, order, averaging or dtype, or a bad parameter.
     """
-    config = Config(rule=rule, order=order, averaging=averaging, dtype=resolve_dtype(dtype),
-                    alpha=alpha, beta=beta, gamma=gamma)
+    return init_config(game, Config(rule=rule, order=order, averaging=averaging, dtype=resolve_dtype(dtype),
+                                    alpha=alpha, beta=beta, gamma=gamma))
+
+
+def init_config(game, config: Config) -> SolverState:
+    """`init` of a `Config` already made (e.g. a warm start's, `cfrjax.warm`): the arrays
+    `config`'s rule needs (`cfrjax.rules.capabilities`), zeros."""
     dt = jnp.dtype(config.dtype)
-    zeros, comp, locked, weight, iteration = _zeros(tuple(game.slot_shape), dt, compensation_dtype(config.dtype))
+    predictive = capabilities(config).predictive
+    floats, comp, weight, iteration = _zeros(tuple(game.slot_shape), dt, compensation_dtype(config.dtype),
+                                             3 if predictive else 2)
     leaf_init = getattr(game, "leaf_init", None)   # a depth-limited game's stateful leaf function
-    return SolverState(regret=zeros, avg=zeros, avg_comp=comp, avg_weight=weight,
-                       iteration=iteration, prediction=zeros, locked=locked, locked_policy=zeros,
-                       leaf=None if leaf_init is None else leaf_init(game.leaf_data, dt), config=config)
+    return SolverState(regret=floats[0], avg=floats[1], avg_comp=comp, avg_weight=weight,
+                       iteration=iteration, prediction=floats[2] if predictive else None, locked=None,
+                       locked_policy=None, leaf=None if leaf_init is None else leaf_init(game.leaf_data, dt),
+                       config=config)

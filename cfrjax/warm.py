@@ -50,7 +50,7 @@ from cfrjax import passes
 from cfrjax.checkpoint import load_checkpoint
 from cfrjax.forms import form_name, form_of
 from cfrjax.rules import Config
-from cfrjax.state import SolverState, init, resolve_dtype
+from cfrjax.state import SolverState, init_config, resolve_dtype
 from cfrjax.strategy import is_policy_file, load_policy
 
 __all__ = ["DEFAULT_STRENGTH", "policy_state", "warm_start"]
@@ -141,7 +141,7 @@ def policy_state(game, policy, *, config: Config | None = None, strength: float 
     if isinstance(strength, bool) or not (isinstance(strength, (int, float)) and 0 < strength < float("inf")):
         raise ValueError(f"warm_start: strength must be a positive number of iterations, got {strength!r}")
     config = config if config is not None else Config(dtype=resolve_dtype(None))
-    state = dataclasses.replace(init(game, dtype=config.dtype), config=config)
+    state = init_config(game, config)
     dt = state.regret.dtype
     policy = jnp.asarray(policy, dt)
     if policy.shape != tuple(game.slot_shape):

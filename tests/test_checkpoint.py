@@ -365,3 +365,24 @@ def test_bfloat16_compensation_from_a_gpu_loads_widened_on_cpu(kuhn, tmp_path):
     loaded = cfrjax.load_checkpoint(path, kuhn, config=state.config)
     assert loaded.avg_comp.dtype == compensation_dtype("float32") == jnp.float32
     assert np.array_equal(np.asarray(loaded.avg_comp), np.asarray(gpu_like.avg_comp, np.float32))
+
+
+def test_checkpoint_with_every_leaf_loads_without_the_unused_ones(kuhn, tmp_path):
+    """A checkpoint written when every state held a prediction (zeros for a rule that does
+    not predict) and a lock mask (locking nothing) loads as the state of today's layout:
+    both dropped, the rest bit for bit. A predictive rule's checkpoint without its
+    prediction is refused with one line."""
+    state = cfrjax.solve(kuhn, cfrjax.init(kuhn, rule="cfr+"), 10)
+    old = dataclasses.replace(state, prediction=jnp.zeros_like(state.regret),
+                              locked=jnp.zeros(state.regret.shape, bool), locked_policy=jnp.zeros_like(state.regret))
+    path = tmp_path / "old.ckpt"
+    cfrjax.save_checkpoint(path, kuhn, old)
+    with np.load(path) as z:
+        assert {"prediction", "locked", "locked_policy"} <= set(z.files)
+    loaded = cfrjax.load_checkpoint(path, kuhn, config=state.config)
+    assert loaded.prediction is None and loaded.locked is None and loaded.locked_policy is None
+    assert_bitwise_equal(loaded, state)
+    predictive = cfrjax.solve(kuhn, cfrjax.init(kuhn, rule="pcfr+"), 10)
+    cfrjax.save_checkpoint(path, kuhn, dataclasses.replace(predictive, prediction=None))
+    with pytest.raises(CheckpointError, match="rule 'pcfr\\+' predicts but the checkpoint holds no prediction"):
+        cfrjax.load_checkpoint(path, kuhn)

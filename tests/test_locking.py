@@ -1,5 +1,7 @@
 """Node locking: a locked information set plays its fixed strategy; the rest adapts to it."""
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
@@ -64,9 +66,13 @@ def test_solve_without_locks_skips_them_and_keeps_them(kuhn):
     """With nothing locked `solve` and `solve_batch` drop the lock arrays from what they
     compile (regret matching does not read them) and hand them back; the iterations are
     those of the same solve with the arrays read (a solve inside a jit of the caller's,
-    whose state values are unknown, keeps them). A locked state keeps its locks."""
+    whose state values are unknown, keeps them). A locked state keeps its locks. A fresh
+    state has none (`None`), nor has one with all its locks released."""
     from cfrjax import locking
-    state = cfrjax.init(kuhn, order="alternating")
+    fresh = cfrjax.init(kuhn, order="alternating")
+    assert fresh.locked is None and fresh.locked_policy is None and cfrjax.unlock(kuhn, fresh) is fresh
+    key = kuhn.labels.infoset_keys[0]
+    state = cfrjax.unlock(kuhn, cfrjax.lock(kuhn, fresh, {key: [1.0, 0.0]}))   # a mask that locks nothing
     dropped, kept = locking.drop_idle_locks(state)
     assert dropped.locked is None and dropped.locked_policy is None and kept[0] is state.locked
     out = cfrjax.solve(kuhn, state, 30)
@@ -78,8 +84,11 @@ def test_solve_without_locks_skips_them_and_keeps_them(kuhn):
     lo, hi = root_outcomes(kuhn)
     games = jax.vmap(cfrjax.set_root_chance, (None, 0), cfrjax.batch_axes(kuhn))(kuhn, np.full((2, hi - lo), 1 / (hi - lo)))
     states = cfrjax.batch.init_batch(kuhn, 2, order="alternating")
+    states = dataclasses.replace(states, locked=jax.numpy.zeros(states.regret.shape, bool),
+                                 locked_policy=jax.numpy.zeros_like(states.regret))
     batch = cfrjax.solve_batch(games, states, 30)
     assert batch.locked is states.locked
     np.testing.assert_allclose(batch.regret[1], out.regret, rtol=1e-5, atol=1e-6)
-    locked = cfrjax.lock(kuhn, state, {kuhn.labels.infoset_keys[0]: [1.0, 0.0]})
+    locked = cfrjax.lock(kuhn, state, {key: [1.0, 0.0]})
     assert locking.drop_idle_locks(locked)[1] is None
+    np.testing.assert_array_equal(cfrjax.solve(kuhn, fresh, 30).regret, out.regret)

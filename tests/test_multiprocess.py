@@ -60,7 +60,7 @@ REFERENCE = textwrap.dedent(r"""
     g = cfrjax.load_game(spec, form="tabular")
     games = multihost.random_batch(g, B, seed)
     s0 = cfrjax.batch.init_batch(g, B, dtype="float32")  # the defaults, as the command line's
-    names = ("regret", "avg", "avg_weight", "iteration", "prediction")
+    names = ("regret", "avg", "avg_weight", "iteration")   # DCFR: no prediction
     arrays = {f"whole.{k}": np.asarray(getattr(cfrjax.solve_batch(games, s0, T), k)) for k in names}
     s = s0
     for it in range(C, T + 1, C):
@@ -210,7 +210,7 @@ def test_two_processes_equal_one_process_solve_batch_bitwise(runs):
     assert shards["rows"].tolist() == list(range(B))
     assert shards["iterations"].tolist() == [T] * B
     ref = _reference(runs)
-    for k in ("regret", "avg", "avg_weight", "iteration", "prediction"):
+    for k in ("regret", "avg", "avg_weight", "iteration"):
         got, whole = shards["state"][k], ref[f"whole.{k}"]
         assert got.dtype == whole.dtype == (np.int32 if k == "iteration" else np.float32), k
         assert np.array_equal(got, whole), k  # bitwise: float32 and no NaN

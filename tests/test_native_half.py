@@ -112,7 +112,7 @@ def test_locked_rows_play_their_policy(spots, order, monkeypatch):
     rng = np.random.default_rng(4)
     shape = state.regret.shape
     state = dataclasses.replace(state, locked=jnp.asarray(rng.random(shape) < 0.3),
-                                locked_policy=jnp.asarray(rng.random(shape), state.locked_policy.dtype))
+                                locked_policy=jnp.asarray(rng.random(shape), state.regret.dtype))
     a, b = (_step(game, state, on, monkeypatch) for on in (True, False))
     for field in ("regret", "avg"):
         np.testing.assert_allclose(np.asarray(getattr(a, field)), np.asarray(getattr(b, field)), rtol=1e-12,

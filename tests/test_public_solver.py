@@ -144,7 +144,7 @@ def to_public(tab, pub, ts):
                      dtype="float64")
     return dataclasses.replace(ps, regret=lift(np.asarray(ts.regret) / w), avg=lift(np.asarray(ts.avg) * w),
                                avg_weight=ts.avg_weight, iteration=ts.iteration,
-                               prediction=lift(np.asarray(ts.prediction) / w))
+                               prediction=None if ts.prediction is None else lift(np.asarray(ts.prediction) / w))
 
 
 @pytest.mark.parametrize("case", cases(sorted(CASES), ["libratus4_top6"]))
@@ -249,7 +249,10 @@ def test_locking_by_key_matches_tabular(tiny):
     ts = cfrjax.lock(tab, cfrjax.init(tab, dtype="float64"), {key: probs})
     ps = cfrjax.lock(pub, cfrjax.init(pub, dtype="float64"), {key: probs})
     ts, ps = run_steps(tab, ts, 4), four(pub, ps)
-    assert len(traces) == 1 and not np.array_equal(np.asarray(free.regret), np.asarray(ps.regret))  # no retrace
+    # one program without locks (`None`, a fresh state's) and one with; other locks: no retrace
+    assert len(traces) == 2 and not np.array_equal(np.asarray(free.regret), np.asarray(ps.regret))
+    four(pub, cfrjax.lock(pub, cfrjax.init(pub, dtype="float64"), {key: probs[::-1]}))
+    assert len(traces) == 2
     sl, h = pub.infoset_index(key)
     np.testing.assert_array_equal(np.asarray(cfrjax.current_policy(pub, ps))[sl, h], probs)
     assert_states_agree(tab, pub, ts, ps)

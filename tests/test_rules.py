@@ -126,11 +126,15 @@ def test_step_does_not_retrace(kuhn, rule):
 
 
 def test_prediction_buffer(kuhn):
+    """Only a predictive rule's state holds a prediction buffer (`None` for the others, at
+    init and after a solve), and it holds the last instantaneous regret (non-zero)."""
     solved = _solved(kuhn, [cfrjax.init(kuhn, rule=rule) for rule in ALL_RULES], 3)
     for rule, (s, _) in zip(ALL_RULES, solved):
         assert int(s.iteration) == 3
-        assert s.prediction.shape == s.regret.shape
-        assert bool(jnp.any(s.prediction != 0)) == (rule in rules.PREDICTIVE)
+        if rule in rules.PREDICTIVE:
+            assert s.prediction.shape == s.regret.shape and bool(jnp.any(s.prediction != 0))
+        else:
+            assert s.prediction is None and cfrjax.init(kuhn, rule=rule).prediction is None
 
 
 @pytest.mark.parametrize("kwargs,match", [

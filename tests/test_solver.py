@@ -293,3 +293,31 @@ def test_the_target_driven_solve_compiles_without_double_buffering():
     assert kvs[0]["xla_gpu_enable_while_loop_double_buffering"] is False
     assert kvs[1]["xla_gpu_enable_while_loop_double_buffering"] is True
     assert kvs[0]["xla_cpu_experimental_ynn_fusion_type"] == kvs[1]["xla_cpu_experimental_ynn_fusion_type"] == ""
+
+
+def test_donated_solve_is_the_same_solve(kuhn, rule="pcfr+", order="alternating"):
+    """`donate=True` (fixed, target-driven and chunked solves) gives the same states bit for
+    bit, and takes over the state's slot arrays only (deleted on CPU, which honours
+    donation; the prediction and the players' halves of alternating order included); the
+    scalars stay readable. A state whose slot arrays share one buffer
+    (here regret and avg) is copied first, not refused."""
+    fields = ("regret", "avg", "avg_comp") + (("prediction",) if rule == "pcfr+" else ())
+
+    def same(a, b):
+        assert all(np.asarray(getattr(a, f)).tobytes() == np.asarray(getattr(b, f)).tobytes() for f in fields)
+
+    def fresh():
+        return cfrjax.init(kuhn, rule=rule, order=order, dtype="float32")
+    kept, given = fresh(), fresh()
+    a, b = cfrjax.solve(kuhn, kept, 7), cfrjax.solve(kuhn, given, 7, donate=True)
+    same(a, b)
+    assert given.regret.is_deleted() and not kept.regret.is_deleted() and int(given.iteration) == 0
+    shared = fresh()
+    shared = dataclasses.replace(shared, avg=shared.regret)
+    same(cfrjax.solve(kuhn, shared, 7, donate=True), a)
+    run = cfrjax.solve_chunks(kuhn, fresh(), 14, eval_every=7, donate=True, check_memory=False)
+    assert [chunk.iteration for chunk in run] == [7, 14]
+    same(run.state, cfrjax.solve(kuhn, a, 7))
+    (e, _), (f, _) = (cfrjax.solve_with_trace(kuhn, s, target_exploitability=0.0, max_iterations=10, donate=k)
+                      for s, k in ((a, False), (b, True)))
+    same(e, f)
