@@ -142,8 +142,8 @@ def test_solvers_check_memory_first(monkeypatch):
 @pytest.mark.parametrize("board,hands,rule,order,donate", [
     ("Ks Js Th 7d 2c", None, "dcfr", "alternating", False),       # every live combo: the state is the bulk
     ("Ks Js Th 7d 2c", None, "pcfr+", "simultaneous", True),
-    ("Ks Js Th 7d", "support", "dcfr", "simultaneous", True),      # a turn: 48 boards below a trunk
-    ("Ks Js Th 7d", "support", "pcfr+", "alternating", False)])
+    ("Ks Js Th 7d", "range", "dcfr", "simultaneous", True),      # a turn: 48 boards below a trunk
+    ("Ks Js Th 7d", "range", "pcfr+", "alternating", False)])
 def test_public_plan_close_to_xla_on_cpu(board, hands, rule, order, donate):
     """On CPU a public spot's plan (the state of its rule, one copy when donated, and
     `public_cpu_scratch`) is within 20% of XLA's buffer assignment of the solve it plans,
@@ -152,7 +152,7 @@ def test_public_plan_close_to_xla_on_cpu(board, hands, rule, order, donate):
         pytest.skip("the CPU plan of the public form")
     from cfrjax.driver import lower_solve
     from cfrjax.games.poker import PokerSubgameSpec
-    from cfrjax.games.poker.public import build_public
+    from cfrjax.games.poker.public_tree import build_public
     spec = PokerSubgameSpec(board=board, pot=20, stack=110, range0={"AsQs": 1.0, "9h9d": 0.5, "AhAd": 0.7},
                             range1={"KhKd": 1.0, "8c8d": 0.3, "Qh9c": 0.9, "6h6d": 0.6}, bet_fractions=(0.5, 1.0),
                             raise_fractions=(1.0,), raise_cap=1)

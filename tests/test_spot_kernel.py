@@ -24,7 +24,7 @@ def river():
     """The shipped river spot with one bet size (9 nodes, 8 slots, 1,081 hands), dense
     terminals, with ranges of its own for each player (not the same weight on every
     hand)."""
-    g = build_public(dataclasses.replace(hunl_river(), bet_fractions=(1.0,)), terminals="dense")
+    g = build_public(dataclasses.replace(hunl_river(), bet_fractions=(1.0,)), hands="all", terminals="dense")
     rng = np.random.default_rng(3)
     w = rng.uniform(0.2, 1.0, (2, g.num_hands)) * (rng.uniform(size=(2, g.num_hands)) < 0.8)
     return cfrjax.public.set_ranges(g, *w)
