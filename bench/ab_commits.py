@@ -61,10 +61,20 @@ def _worker(root: str, source: str, iterations: int, repeats: int, rule: str = "
     compile_s = time.perf_counter() - t0
     jax.block_until_ready(run(game, state))
     times = wall_times(lambda: run(game, state), repeats)
-    return dict(cfrjax_file=cfrjax.__file__, state_fields=sorted(vars(state)), nodes=int(game.num_nodes), build_s=build_s, compile_s=compile_s,
+    return dict(cfrjax_file=cfrjax.__file__, plan=_plan(game), state_fields=sorted(vars(state)), nodes=int(game.num_nodes), build_s=build_s, compile_s=compile_s,
                 ms_per_iter=1e3 * statistics.median(times) / iterations, ms_per_iter_min=1e3 * min(times) / iterations,
                 iterations=iterations, repeats=repeats, device=str(jax.devices()[0].device_kind),
                 backend=jax.default_backend(), jax=jax.__version__)
+
+
+def _plan(game) -> str:
+    """The implementation plan `game` runs under (`cfrjax.plan.Plan.describe`), or what a
+    checkout from before the plan had instead."""
+    try:
+        from cfrjax.plan import plan_of
+    except ImportError:
+        return "none: a checkout from before the plan (module switches)"
+    return plan_of(game).describe()
 
 
 def _spots_worker(source: str, iterations: int, repeats: int, rule: str, order: str) -> dict:
@@ -93,7 +103,7 @@ def _spots_worker(source: str, iterations: int, repeats: int, rule: str, order: 
     compile_s = time.perf_counter() - t0                                   # compile + one solve
     times = wall_times(lambda: solve_batch(games, states, iterations), repeats)
     med = statistics.median(times)
-    return dict(cfrjax_file=cfrjax.__file__, spots=B, group=int(group), compile_s=compile_s,
+    return dict(cfrjax_file=cfrjax.__file__, plan=_plan(game), spots=B, group=int(group), compile_s=compile_s,
                 ms_per_iter=1e3 * med / iterations, ms_per_iter_min=1e3 * min(times) / iterations,
                 solves_per_minute=60.0 * B * iterations / (iterations * med), iterations=iterations,
                 repeats=repeats, device=str(jax.devices()[0].device_kind), backend=jax.default_backend(),
@@ -120,6 +130,8 @@ def main(argv=None) -> int:
     p.add_argument("--order", default="simultaneous")
     p.add_argument("--xla-flags", action="append", default=[], metavar="LABEL=FLAGS",
                    help="XLA_FLAGS for one checkout label's workers (an A/B of compiler flags: two labels, one root)")
+    p.add_argument("--commit", action="append", default=[], metavar="LABEL=HASH",
+                   help="the commit of a checkout label's root, written in its records")
     p.add_argument("--out", default=None)
     p.add_argument("--worker", nargs=4, metavar=("ROOT", "SOURCE", "ITERATIONS", "REPEATS"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -129,6 +141,7 @@ def main(argv=None) -> int:
         return 0
     roots = [r.split("=", 1) for r in args.root]
     flags = dict(f.split("=", 1) for f in args.xla_flags)
+    commits = dict(c.split("=", 1) for c in args.commit)
     records = []
     for spec in args.game:
         name, source = spec.split("=", 1)
@@ -143,6 +156,7 @@ def main(argv=None) -> int:
                     print(f"{name} {label}: failed\n{out.stderr[-2000:]}", file=sys.stderr)
                     continue
                 rec = dict(json.loads(out.stdout.strip().splitlines()[-1]), game=name, checkout=label, round=rnd,
+                           commit=commits.get(label),
                            rule=args.rule, order=args.order, dtype="float32", bench="ab_commits",
                            xla_flags=_env(flags.get(label)).get("XLA_FLAGS", ""))
                 records.append(rec)
