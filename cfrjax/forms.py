@@ -39,7 +39,8 @@ and its form module provides the passes:
   `strategy_rows(game, policy)`: the rows of `cfrjax.strategy.strategy_table`;
   `infosets(game)`: `(key, player, action names, index)` per information set, `index`
     selecting its entries in slot arrays (policy files, locking by key);
-  `scratch_elements(game, order) -> dict`: per-iteration buffers for the memory plan;
+  `scratch_elements(game, order, *, config, platform, donate) -> dict`: per-iteration
+    buffers for the memory plan (on `platform`, for the rules `config`, the state donated or not);
   optionally `fused_half(game, config, regret, avg, comp, player, b_t, w_new, average,
     locked, locked_policy, leaf, t=t, raw=raw) -> (regret, avg, avg_comp) | None`: a (half-)update in
     the form's own kernels where it has them (the public form's one-board and turn spots
@@ -111,7 +112,8 @@ class Passes(Protocol):
 
     def infosets(self, game): ...
 
-    def scratch_elements(self, game, order: str) -> dict: ...
+    def scratch_elements(self, game, order: str, *, config=None, platform: str | None = None,
+                         donate: bool = False) -> dict: ...
 
 #: Game type -> (form name, module of its passes).
 FORMS: dict[type, tuple[str, ModuleType]] = {

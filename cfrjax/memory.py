@@ -19,7 +19,7 @@ game is built (`plan_from_sizes`), for a batch of subgames per device (`batch`, 
                                values N, child contributions N, edge regret terms M,
                                average term S (+ N under alternating order); a public
                                form on CPU: XLA's slot-sized buffers around the native
-                               update or passes (`public_cpu_scratch`)
+                               update or passes (the form's `scratch_elements` on CPU)
 
 The plan is an estimate of what XLA allocates, checked against XLA's own buffer
 assignment (`compiled_memory`) in the tests (the plan is conservative, within a small
@@ -46,16 +46,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from cfrjax.forms import form_name, form_of
+from cfrjax.forms import form_of
 from cfrjax.host import default_platform
-from cfrjax.kernels import KERNELS
-from cfrjax.plan import plan_of
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config, capabilities
 from cfrjax.state import compensation_dtype
 from cfrjax.tabular import scratch_from_sizes
 
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
-           "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes", "public_cpu_scratch"]
+           "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes"]
 
 
 class MemoryPlanError(MemoryError):
@@ -188,34 +186,6 @@ def _state_rows(S, sdt, *, predictive: bool, donate: bool, locks: bool = False, 
     return rows
 
 
-def public_cpu_scratch(game, config: Config, donate: bool = False) -> dict:
-    """Per-subgame elements of XLA's buffers in an iteration of a public-form game on CPU,
-    for the memory plan: the CPU loops the boards inside the native update or passes,
-    so what XLA allocates are slot-sized `[S, H]` arrays (the accelerators' rows,
-    `scratch_elements`, hold every board's forest at once).
-
-    Calibrated on XLA:CPU's buffer assignment (`compiled_memory`) of river and turn spots
-    (`tests/test_memory.py`: within 20% of it): where the native (half-)update runs
-    (`cfrjax.kernels`' `native_half`, every rule without prediction) XLA holds two more
-    slot arrays (the update's outputs beside a donated state, or the players' halves
-    under alternating order) and nothing under simultaneous order without donation;
-    otherwise (a predictive rule) the strategy with its sentinel row, the instantaneous
-    regret terms and the average term, and under alternating order the regret plus
-    prediction and the two halves joined at the end, under simultaneous order on several
-    boards the regret plus prediction and the boards' regret terms."""
-    S, H = game.num_slots, game.num_hands
-    plan = plan_of(game)
-    if plan.native and plan.native_half and KERNELS["native_half"].supports(config):
-        n = 2 if config.order == "alternating" or donate else 0
-        return {"native update outputs": n * S * H} if n else {}
-    rows = {"strategy + sentinel": (S + 1) * H, "regret terms": S * H, "average term": S * H}
-    if config.order == "alternating":
-        rows.update({"regret + prediction": S * H, "halves joined (alternating)": 2 * S * H})
-    elif game.num_boards > 1:
-        rows.update({"regret + prediction": S * H, "board regret terms": S * H})
-    return rows
-
-
 def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, *, path_width: int = 8,
                     batch: int = 1, dtype="float32", game_dtype=None, order: str = DEFAULT_ORDER,
                     rule: str = DEFAULT_RULE, donate: bool = False, platform: str | None = None,
@@ -276,8 +246,8 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
         given (default: the game's float dtype, the default order and rule).
       donate: the solve takes the state over (`cfrjax.solve(..., donate=True)`, the
         command line's): one copy of the state, not an input and an output.
-      platform: where it runs (default: JAX's default backend): on CPU a public-form
-        game's scratch is `public_cpu_scratch`.
+      platform: where it runs (default: JAX's default backend): the form's
+        `scratch_elements` on it (a public-form game's differ on CPU).
     """
     leaves = {}
     for f in dataclasses.fields(game):
@@ -321,12 +291,10 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
             rows.append(Buffer(k, "game", n, dt, k in batched or not batched))
     rows += _state_rows(int(np.prod(game.slot_shape)), fdt, predictive=capabilities(config).predictive, donate=donate,
                         locks=locks, platform=platform)
-    if platform == "cpu" and form_name(game) == "public":   # native code reads the index arrays in place
-        rows += _scratch_rows(public_cpu_scratch(game, config, donate), fdt)
-    else:
-        rows += _scratch_rows(form_of(game).scratch_elements(game, order), fdt)
-        if platform != "cpu":
-            rows.append(Buffer("index slices", "xla", index_elems, "int32", False, _XLA_NOTE))
+    rows += _scratch_rows(form_of(game).scratch_elements(game, order, config=config, platform=platform,
+                                                         donate=donate), fdt)
+    if platform != "cpu":   # on CPU native code and XLA read the index arrays in place
+        rows.append(Buffer("index slices", "xla", index_elems, "int32", False, _XLA_NOTE))
     order_of = {"index": 0, "game": 1, "state": 2, "scratch": 3, "xla": 4}
     rows.sort(key=lambda b: order_of[b.group])
     return MemoryPlan(tuple(rows), batch=per_device,

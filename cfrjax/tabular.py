@@ -129,8 +129,10 @@ def strategy_rows(game: CompiledGame, policy: np.ndarray, min_probability: float
     return rows
 
 
-def scratch_elements(game: CompiledGame, order: str) -> dict:
-    """Per-subgame elements of an iteration's scratch buffers (memory plan rows)."""
+def scratch_elements(game: CompiledGame, order: str, *, config=None, platform: str | None = None,
+                     donate: bool = False) -> dict:
+    """Per-subgame elements of an iteration's scratch buffers (memory plan rows); the same
+    on every platform, whatever the rules `config` and donation (`donate`)."""
     N, M, S, I = game.num_nodes, game.num_decision_edges, game.num_slots, game.num_infosets
     return scratch_from_sizes(N, M, S, I, order)
 

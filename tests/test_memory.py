@@ -146,7 +146,7 @@ def test_solvers_check_memory_first(monkeypatch):
     ("Ks Js Th 7d", "range", "pcfr+", "alternating", False)])
 def test_public_plan_close_to_xla_on_cpu(board, hands, rule, order, donate):
     """On CPU a public spot's plan (the state of its rule, one copy when donated, and
-    `public_cpu_scratch`) is within 20% of XLA's buffer assignment of the solve it plans,
+    the public form's `scratch_elements` on CPU) is within 20% of XLA's buffer assignment of the solve it plans,
     rules with and without a prediction buffer, the state donated or not."""
     if jax.default_backend() != "cpu":
         pytest.skip("the CPU plan of the public form")
