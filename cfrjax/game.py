@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import json
 import os
-from typing import Any
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -232,13 +232,38 @@ jax.tree_util.register_dataclass(
 )
 
 
-def fingerprint(arrays: dict[str, np.ndarray]) -> str:
-    """Digest of named arrays (names, dtypes, shapes and bytes), stable across runs."""
+class Chunked(NamedTuple):
+    """An array `fingerprint` reads in pieces, never whole: its `dtype`, its `shape`, and
+    `chunks()` yielding consecutive pieces whose bytes, converted to `dtype`, are the
+    array's in C order (e.g. an int64 digest of an int32 array, converted a slice at a
+    time: the same digest without the int64 copy)."""
+
+    dtype: Any
+    shape: tuple
+    chunks: Callable
+
+
+def chunked(x: np.ndarray, dtype, rows: int = 1 << 18) -> Chunked:
+    """`x` read by `fingerprint` as if it were `x.astype(dtype)`, `rows` leading entries at a time."""
+    x = np.asarray(x)
+    return Chunked(np.dtype(dtype), x.shape, lambda: (x[i:i + rows] for i in range(0, max(len(x), 1), rows)))
+
+
+def fingerprint(arrays: dict) -> str:
+    """Digest of named arrays (names, dtypes, shapes and bytes), stable across runs. A
+    value may be a `Chunked` (the digest of the array it describes)."""
     h = hashlib.sha256()
     for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
+        a = arrays[name]
+        if isinstance(a, Chunked):
+            dt = np.dtype(a.dtype)
+            h.update(f"{name}:{dt.str}:{tuple(a.shape)};".encode())
+            for c in a.chunks():
+                h.update(np.ascontiguousarray(c, dt).reshape(-1).view(np.uint8))
+            continue
+        a = np.ascontiguousarray(a)
         h.update(f"{name}:{a.dtype.str}:{a.shape};".encode())
-        h.update(a.tobytes())
+        h.update(a.reshape(-1).view(np.uint8))
     return h.hexdigest()[:32]
 
 

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["default_platform", "device_array"]
+__all__ = ["aligned_empty", "default_platform", "device_array"]
 
 
 def default_platform() -> str:
@@ -37,3 +37,19 @@ def device_array(x, dtype=None):
         return jnp.asarray(x, dtype)
     a = np.asarray(x) if dtype is None else np.asarray(x, dtype=np.dtype(dtype))
     return jax.device_put(a.astype(jax.dtypes.canonicalize_dtype(a.dtype), copy=False))
+
+
+#: Byte alignment at which `jax.device_put` on a CPU aliases a NumPy array instead of copying it.
+HOST_ALIGNMENT = 64
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialised NumPy array whose data starts on a `HOST_ALIGNMENT`-byte boundary.
+    A builder that fills its large arrays in place in their final dtype hands them to
+    `device_array` without a copy on a CPU (`jax.device_put` aliases aligned host memory),
+    so the built game is not held twice (the array must not be written after that)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(n + HOST_ALIGNMENT, np.uint8)
+    off = -raw.ctypes.data % HOST_ALIGNMENT
+    return raw[off:off + n].view(dtype).reshape(shape)

@@ -177,14 +177,11 @@ def slot_runs(infoset_slot_start) -> tuple:
     (`PublicGame.slot_runs`) so regret matching slices instead of gathering."""
     start = np.asarray(infoset_slot_start)
     size = np.diff(start)
-    runs, i = [], 0
-    while i < size.size:
-        j = i + 1
-        while j < size.size and size[j] == size[i]:
-            j += 1
-        runs.append((int(start[i]), j - i, int(size[i])))
-        i = j
-    return tuple(runs) if len(runs) <= MAX_RUNS else ()
+    first = np.flatnonzero(np.concatenate([[True], size[1:] != size[:-1]])) if size.size else np.zeros(0, np.int64)
+    if first.size > MAX_RUNS:
+        return ()
+    ends = np.append(first[1:], size.size)
+    return tuple((int(start[i]), int(j - i), int(size[i])) for i, j in zip(first, ends))
 
 
 def regret_matching(game: CompiledGame, regret, player=None, factors=None, kernel: bool = False):

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import numpy as np
@@ -52,6 +52,45 @@ from cfrjax.public.terminals import dense_paired, dense_used
 TERMINAL_MODES = ("auto", "sorted", "dense")
 #: How the passes sum over the tree (as `CompiledGame.reduction`).
 REDUCTIONS = ("auto", "pull", "scatter")
+
+
+class Deferred:
+    """Label fields computed on first read: `make()` returns them as a dict (name ->
+    value), called once, for all the fields given this object (a builder's per-node
+    strings and tuples, which a solve never reads)."""
+
+    def __init__(self, make: Callable[[], dict]):
+        self._make, self._values = make, None
+
+    def value(self, name: str):
+        if self._values is None:
+            self._values, self._make = self._make(), None
+        return self._values[name]
+
+
+class _DeferredField:
+    """A dataclass field that may be given a `Deferred`: read, it is the computed value
+    (stored on first read)."""
+
+    def __init__(self, default=dataclasses.MISSING):
+        self.default = default
+
+    def __set_name__(self, owner, name):
+        self.name, self.slot = name, "_deferred_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:   # the class attribute is the dataclass default
+            if self.default is dataclasses.MISSING:
+                raise AttributeError(self.name)
+            return self.default
+        v = obj.__dict__[self.slot]
+        if isinstance(v, Deferred):
+            v = v.value(self.name)
+            obj.__dict__[self.slot] = v
+        return v
+
+    def __set__(self, obj, value):
+        obj.__dict__[self.slot] = value
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -79,21 +118,32 @@ class PublicLabels:
       node_committed: `[I, 2]` chips each player has put in during the subgame at each
         decision node (beyond the `pot / 2` counted as already in; NumPy float64), or
         `None` where unknown; `cfrjax.public.report` adds it to the values it reports.
+
+    The per-node fields (`node_codes`, `node_player`, `action_names`, `node_dealt`,
+    `node_slot_start`, `node_committed`) may be given as one `Deferred`: a flop's hundreds
+    of thousands of strings are then made on first read, not when the game is built.
     """
 
     name: str
     fingerprint: str
     source: dict
     payoff_offset: float
-    node_codes: tuple
-    node_player: tuple
-    action_names: tuple
-    node_dealt: tuple
-    node_slot_start: np.ndarray
-    hands: np.ndarray
-    hand_names: tuple
-    hand_cards: np.ndarray
-    node_committed: np.ndarray | None = None
+    node_codes: tuple = _DeferredField()
+    node_player: tuple = _DeferredField()
+    action_names: tuple = _DeferredField()
+    node_dealt: tuple = _DeferredField()
+    node_slot_start: np.ndarray = _DeferredField()
+    hands: np.ndarray = _DeferredField()
+    hand_names: tuple = _DeferredField()
+    hand_cards: np.ndarray = _DeferredField()
+    node_committed: np.ndarray | None = _DeferredField(None)
+
+    def __getstate__(self):   # pickled with every field computed (a `Deferred` holds a closure)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
 
     def __eq__(self, other):
         return isinstance(other, PublicLabels) and other.fingerprint == self.fingerprint

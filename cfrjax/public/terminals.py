@@ -103,7 +103,8 @@ def card_table(hand_cards: np.ndarray, num_cards: int = NUM_CARDS) -> np.ndarray
     return out
 
 
-def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np.ndarray) -> dict:
+def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np.ndarray, out: dict | None = None
+                    ) -> dict:
     """Sorted-showdown tables of `B` boards (see the module docstring).
 
     Args:
@@ -111,10 +112,13 @@ def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np
         any value, e.g. -1: their reach and values are masked elsewhere).
       hand_cards: `[H, 2]` card ids.
       card_hands: `[C, M]` from `card_table`.
+      out: `None`, or the three arrays below (int32, leading `B`) to fill in place (a
+        builder writing one chunk of boards at a time into its final arrays).
 
     Returns:
-      dict of int32 arrays: `sd_sorted [B, H]` (hands by ascending strength),
-      `sd_card_sorted [B, C, M]` (each card's hands by ascending strength, padding last),
+      dict of int32 arrays: `sd_sorted [B, H]` (hands by ascending strength, ties by hand),
+      `sd_card_sorted [B, C, M]` (each card's hands by ascending strength, ties by hand,
+      padding last),
       `sd_index [B, H, 6]`: per hand, rows of the concatenation of `G = P - P[H] / 2`
       `[H + 1]` and `-D_c = P_c[M] / 2 - P_c` `[C, M + 1]` (flattened): `G[lt], G[le],
       -D_c1[lt1], -D_c1[le1], -D_c2[lt2], -D_c2[le2]`, whose sum is `Wk - St`
@@ -124,30 +128,70 @@ def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np
     B, H = s.shape
     hc = np.asarray(hand_cards, np.int64)
     C, M = card_hands.shape
-    # Vectorised over boards: one stable sort per row (all boards' rows at once), then
-    # counts read off each tie group's first and last position in sorted order.
-    order = np.argsort(s, axis=1, kind="stable")
-    lt, le = _tie_bounds(np.take_along_axis(s, order, 1))
-    lt = _unsort(lt, order)                                                  # [B, H] hands weaker
-    le = _unsort(le, order)                                                  # not stronger
-    # Each card's hands sorted by strength: `lt` orders the hands as the strengths do
-    # (ties equal) in a small integer type, padding (`H`) above every hand.
-    key = np.concatenate([lt, np.full((B, 1), H + 1, lt.dtype)], axis=1)[:, card_hands]   # [B, C, M]
-    idx = np.argsort(key, axis=2, kind="stable")
-    card_sorted = np.take_along_axis(np.broadcast_to(card_hands, (B, C, M)), idx, 2).astype(np.int32)
-    c_lt, c_le = (_unsort(x, idx) for x in _tie_bounds(np.take_along_axis(key, idx, 2)))  # by card_hands slot
-    # Hand h is card_hands[hc[h, k], slot[h, k]].
-    slot = np.zeros_like(hc)
-    rows, cols = np.nonzero(card_hands < H)
-    for k in (0, 1):
-        mine = hc[card_hands[rows, cols], k] == rows
-        slot[card_hands[rows, cols][mine], k] = cols[mine]
-    lt_k = c_lt[:, hc, slot].astype(np.int32)                                # [B, H, 2]
-    le_k = c_le[:, hc, slot].astype(np.int32)
-    base = (H + 1 + hc * (M + 1)).astype(np.int32)[None]                     # [1, H, 2]
-    index = np.stack([lt.astype(np.int32), le.astype(np.int32), base[..., 0] + lt_k[..., 0], base[..., 0] + le_k[..., 0],
-                      base[..., 1] + lt_k[..., 1], base[..., 1] + le_k[..., 1]], axis=2)
-    return {"sd_sorted": order.astype(np.int32), "sd_card_sorted": card_sorted, "sd_index": index.astype(np.int32)}
+    if out is None:
+        out = {"sd_sorted": np.empty((B, H), np.int32), "sd_card_sorted": np.empty((B, C, M), np.int32),
+               "sd_index": np.empty((B, H, 6), np.int32)}
+    want = {"sd_sorted": (B, H), "sd_card_sorted": (B, C, M), "sd_index": (B, H, 6)}
+    for k, shape in want.items():
+        a = out[k]
+        if a.shape != shape or a.dtype != np.int32 or not a.flags.c_contiguous:
+            raise ValueError(f"showdown_tables: out[{k!r}] must be a C-contiguous int32 array of shape {shape}, "
+                             f"got {a.dtype} {a.shape}")
+    if B == 0 or H == 0:
+        return out
+    # One sort per board of keys (strength, hand) packed into unique integers: the stable
+    # order by strength (ties by hand), without an argsort.
+    hb = max(1, (H - 1).bit_length())
+    lo = s.min()
+    if int(s.max()) - int(lo) >= 2 ** (62 - hb):   # too wide to pack: dense ranks keep the order
+        s, lo = np.unique(s, return_inverse=True)[1].reshape(B, H), 0
+    key = ((s - lo) << hb) | np.arange(H)
+    key.sort(axis=1)
+    order = (key & ((1 << hb) - 1)).astype(np.int32)                         # [B, H] hands by strength
+    out["sd_sorted"][...] = order
+    lt_s, le_s = _tie_bounds(key >> hb)                                      # in sorted position
+    del key
+    index = out["sd_index"].reshape(B, H * 6)
+    rows = np.arange(B, dtype=np.int64)[:, None]
+    at = order + rows * H
+    lt = np.empty((B, H), np.int32)
+    lt.ravel()[at.ravel()] = lt_s.ravel()                                    # hands weaker, by hand
+    index.ravel()[(at * 6).ravel()] = lt_s.ravel()
+    index.ravel()[(at * 6 + 1).ravel()] = le_s.ravel()                       # not stronger
+    # Each card's hands by strength: the 2 H entries (card, lt, hand, which card of the
+    # hand) of a board packed into unique integers and sorted, in card segments of fixed
+    # length (every board has the same hand list); ties by hand as in the full order.
+    cnt = np.count_nonzero(card_hands < H, axis=1)                           # [C]
+    cs = np.concatenate([[0], np.cumsum(cnt)])
+    E = int(cs[-1])                                                          # 2 H
+    ecard = np.repeat(np.arange(C), cnt)                                     # [E] card of each sorted entry
+    hb1 = hb + 1
+    wide = np.int32 if C << (2 * hb + 1) < 2 ** 31 else np.int64
+    static = (hc << (hb + hb1)) | (np.arange(H)[:, None] << 1) | np.arange(2)   # [H, 2] card, hand, k
+    ekey = (static.astype(wide) | (lt.astype(wide)[:, :, None] << hb1)).reshape(B, E)
+    ekey.sort(axis=1)
+    low = (ekey & ((1 << hb1) - 1)).astype(np.int64)                         # 2 hand + k
+    lt_e = (ekey >> hb1) & ((1 << hb) - 1)
+    del ekey
+    cso = out["sd_card_sorted"].reshape(B, C * M)
+    cso[...] = H
+    cso[:, ecard * M + np.arange(E) - cs[ecard]] = low >> 1
+    # Ties inside each card's segment: positions of the first and one past the last equal
+    # entry, with the row offsets of `sd_index`'s card tables (`H + 1 + c (M + 1)`) added.
+    new = np.ones((B, E), bool)
+    new[:, 1:] = lt_e[:, 1:] != lt_e[:, :-1]
+    new[:, cs[:-1][cnt > 0]] = True                                          # a card's segment starts
+    ends = np.ones((B, E), bool)
+    ends[:, :-1] = new[:, 1:]
+    p = np.arange(E, dtype=np.int32)
+    shift = (H + 1 + ecard * (M + 1) - cs[ecard]).astype(np.int32)
+    first = np.maximum.accumulate(np.where(new, p, 0), axis=1) + shift
+    end = np.minimum.accumulate(np.where(ends, p + 1, E)[:, ::-1], axis=1)[:, ::-1] + shift
+    # Entry (card, hand h, k) goes to column 2 + 2 k (first) and 3 + 2 k (end) of h's row.
+    at = rows * (H * 6) + 3 * low - (low & 1) + 2
+    index.ravel()[at.ravel()] = first.ravel()
+    index.ravel()[(at + 1).ravel()] = end.ravel()
+    return out
 
 
 def _tie_bounds(sorted_values: np.ndarray) -> tuple:
@@ -164,14 +208,6 @@ def _tie_bounds(sorted_values: np.ndarray) -> tuple:
     ends[..., :-1] = new[..., 1:]                                            # a value ends at i
     end = np.minimum.accumulate(np.where(ends, pos + dt(1), dt(n))[..., ::-1], axis=-1)[..., ::-1]
     return first, end
-
-
-def _unsort(values: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """`out` with `out[..., order[..., i]] = values[..., i]` (values in sorted order back
-    to the original order)."""
-    out = np.empty_like(values)
-    np.put_along_axis(out, order, values, -1)
-    return out
 
 
 #: The dense matrices' storage dtype: their entries (-1, 0, 1) are exact in it.

@@ -38,26 +38,26 @@ only (checked against the independent brute-force evaluator of the tests).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
-from collections import deque
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.deck import NO_CARD, NUM_CARDS
-from cfrjax.game import default_float_dtype, fingerprint
+from cfrjax.game import Chunked, chunked, default_float_dtype, fingerprint
 from cfrjax.host import default_platform
 from cfrjax.games.poker.cards import (
     CARD_NAMES, COMBOS, NUM_COMBOS, PokerSpecError, combo_str, combos_blocked_by, parse_combo)
 from cfrjax.games.poker.config import HAND_LISTS, PokerSubgameSpec
-from cfrjax.games.poker.evaluator import evaluate
+from cfrjax.games.poker.evaluator import board_values
 from cfrjax.games.poker.subgame import KEY_FIELDS, RIVER_CARDS, _street_tree, _Tree
-from cfrjax.host import device_array
+from cfrjax.host import aligned_empty, device_array
 from cfrjax.passes import slot_runs
 from cfrjax.public import passes as public_passes
 from cfrjax.public import showdown_kernel, spot_kernel, terminals as pt
-from cfrjax.public.game import TERMINAL_MODES, PublicGame, PublicLabels
+from cfrjax.public.game import TERMINAL_MODES, Deferred, PublicGame, PublicLabels
 from cfrjax.spec import CHANCE, TERMINAL
 
 __all__ = ["DENSE_LIMIT_BYTES", "build_public", "check_public_fits", "public_hands", "public_plan", "public_shapes"]
@@ -104,7 +104,9 @@ def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
 
 @dataclasses.dataclass
 class _Stage:
-    """Street trees laid out together breadth-first (roots first, in order)."""
+    """Street trees laid out together breadth-first (roots first, in order). Each node's
+    code and action names are read off its source tree (`trees[src_tree]`, node
+    `src_node`, code prefixed by `prefixes[src_prefix]`) when first asked for."""
 
     parent: np.ndarray      # [n] local parent (roots: themselves)
     child_start: np.ndarray  # [n + 1]
@@ -112,9 +114,7 @@ class _Stage:
     fold: np.ndarray        # [n] player 0's fold payoff (0 elsewhere)
     sd: np.ndarray          # [n] showdown stake (0 elsewhere)
     root: np.ndarray        # [n] which root's tree holds the node
-    codes: list             # [n] the street tree's codes
-    labels: list            # [n] action names
-    tot: list               # [n] street totals (t0, t1)
+    tot: np.ndarray         # [n, 2] street totals (t0, t1), float64
     allin: np.ndarray       # [n] bool, a chance node after an all-in was called
     oop_call: np.ndarray    # [n] bool, a chance node after player 0 called (donk sizes next)
     levels: tuple           # level offsets
@@ -122,82 +122,114 @@ class _Stage:
     terms: tuple            # a level holds terminals or chance nodes (leaves of the stage)
     new: np.ndarray         # [n] breadth-first position of each node in the trees' own order
     dealt: np.ndarray       # [n] card dealt above the node inside the stage (52: none)
+    src_tree: np.ndarray    # [n] source tree of each node
+    src_node: np.ndarray    # [n] its node there
+    src_prefix: np.ndarray  # [n] its code's prefix
+    trees: list             # the source trees (`subgame._Tree`)
+    prefixes: list          # code prefixes (e.g. a flop line and a turn card: "k.k/7h/")
 
     @property
     def size(self) -> int:
         return self.parent.size
 
+    @functools.cached_property
+    def codes(self) -> list:
+        """`[n]` the public sequence code of each node (`"k.b10"`, `"k.k/7h/b4"`)."""
+        return [self.prefixes[p] + self.trees[t].code[i]
+                for t, i, p in zip(self.src_tree.tolist(), self.src_node.tolist(), self.src_prefix.tolist())]
 
-def _stage(trees: list) -> _Stage:
-    """Lay out `trees` (`subgame._Tree`s; one with a `dealt` list carries the card dealt
-    above each node) breadth-first, roots first."""
-    parent, kind, root, fold, sd, codes, labels, tot, allin, oop_call, dealt = [], [], [], [], [], [], [], [], [], [], []
-    for r, t in enumerate(trees):
-        off = len(parent)
-        seen = {}
-        for i in range(len(t)):
-            parent.append(-1 if t.parent[i] < 0 else off + t.parent[i])
-            kind.append(int(t.kind[i]))
-            root.append(r)
-            fold.append(float(t.fold[i]))
-            sd.append(float(t.sd[i]))
-            codes.append(t.code[i])
-            labels.append(tuple(t.labels[i]))
-            tot.append(tuple(t.tot[i]))
-            allin.append(bool(t.allin[i]))
-            oop_call.append(bool(t.oop_call[i]))
-            dealt.append(t.dealt[i] if hasattr(t, "dealt") else NO_CARD)
-            if t.parent[i] >= 0:
-                if t.action[i] != seen.get(t.parent[i], 0):
-                    raise AssertionError("betting tree children out of action order")
-                seen[t.parent[i]] = t.action[i] + 1
-    n = len(parent)
-    children = [[] for _ in range(n)]
-    for i, p in enumerate(parent):
-        if p >= 0:
-            children[p].append(i)
-    order, queue = [], deque(i for i in range(n) if parent[i] < 0)
-    while queue:
-        i = queue.popleft()
-        order.append(i)
-        queue.extend(children[i])
-    order = np.array(order, np.int64)
-    new = np.empty(n, np.int64)
-    new[order] = np.arange(n)
-    old_parent = np.array(parent, np.int64)[order]
-    par = np.where(old_parent < 0, np.arange(n), new[np.maximum(old_parent, 0)])
-    nchild = np.array([len(children[o]) for o in order], np.int64)
-    nroots = int(np.count_nonzero(old_parent < 0))
-    child_start = np.concatenate([[nroots], nroots + np.cumsum(nchild)])
+    @functools.cached_property
+    def labels(self) -> list:
+        """`[n]` tuples of action names (decision nodes; `()` elsewhere)."""
+        return [self.trees[t].labels[i] for t, i in zip(self.src_tree.tolist(), self.src_node.tolist())]
+
+
+def _columns(tree: _Tree, tree_id: int = 0) -> dict:
+    """One street tree's nodes as the column arrays `_stage` lays out (parents local, -1 at
+    the root)."""
+    n = len(tree)
+    return dict(parent=np.array(tree.parent, np.int64).reshape(n), action=np.array(tree.action, np.int64).reshape(n),
+                kind=np.array(tree.kind, np.int64).reshape(n), fold=np.array(tree.fold, np.float64).reshape(n),
+                sd=np.array(tree.sd, np.float64).reshape(n), tot=np.array(tree.tot, np.float64).reshape(n, 2),
+                allin=np.array(tree.allin, bool).reshape(n), oop_call=np.array(tree.oop_call, bool).reshape(n),
+                dealt=np.full(n, NO_CARD, np.int64), src_tree=np.full(n, tree_id, np.int64),
+                src_node=np.arange(n, dtype=np.int64), src_prefix=np.zeros(n, np.int64))
+
+
+def _stage_of(trees: list) -> _Stage:
+    """`trees` (`subgame._Tree`s, equal ones may repeat) laid out breadth-first, one root each."""
+    cols, off, made = [], 0, {}
+    for t in trees:
+        if id(t) not in made:
+            made[id(t)] = (len(made), t)
+        c = dict(_columns(t, made[id(t)][0]))
+        c["parent"] = np.where(c["parent"] < 0, -1, c["parent"] + off)
+        cols.append(c)
+        off += len(t)
+    joined = {k: np.concatenate([c[k] for c in cols]) for k in cols[0]} if cols else _columns(_Tree())
+    return _stage(joined, [t for _, t in sorted(made.values(), key=lambda x: x[0])], [""])
+
+
+def _stage(cols: dict, trees: list, prefixes: list) -> _Stage:
+    """Lay out the nodes of `cols` (`_columns`' arrays, parents before children, -1 at the
+    roots, siblings in action order) breadth-first: level by level, each level's nodes by
+    their parent's position, then in their own order."""
+    parent = cols["parent"]
+    n = parent.size
     depth = np.zeros(n, np.int64)
-    for i in range(nroots, n):
-        depth[i] = depth[par[i]] + 1
+    up = parent.copy()
+    while n and (up >= 0).any():   # walk every node up one ancestor per round
+        has = up >= 0
+        depth += has
+        up = np.where(has, parent[np.maximum(up, 0)], -1)
     D = int(depth.max(initial=0))
-    levels = tuple(int(x) for x in np.searchsorted(depth, np.arange(D + 2)))
-    k = np.array(kind, np.int64)[order]
+    new = np.empty(n, np.int64)
+    parts = [np.flatnonzero(parent < 0)]
+    new[parts[0]] = np.arange(parts[0].size)
+    k = parts[0].size
+    for d in range(1, D + 1):
+        nodes = np.flatnonzero(depth == d)
+        nodes = nodes[np.argsort(new[parent[nodes]], kind="stable")]
+        new[nodes] = k + np.arange(nodes.size)
+        k += nodes.size
+        parts.append(nodes)
+    order = np.concatenate(parts)
+    old_parent = parent[order]
+    is_root = old_parent < 0
+    par = np.where(is_root, np.arange(n), new[np.maximum(old_parent, 0)])
+    nroots = int(np.count_nonzero(is_root))
+    nchild = np.bincount(par[~is_root], minlength=n).astype(np.int64)
+    child_start = np.concatenate([[nroots], nroots + np.cumsum(nchild)]).astype(np.int64)
+    if (cols["action"][order] != np.arange(n) - child_start[par])[~is_root].any():
+        raise AssertionError("betting tree children out of action order")
+    levels = tuple(int(x) for x in np.searchsorted(depth[order], np.arange(D + 2)))
+    root = np.arange(n, dtype=np.int64)
+    for lo, hi in zip(levels[1:-1], levels[2:]):
+        root[lo:hi] = root[par[lo:hi]]
+    k = cols["kind"][order]
     spans = [(levels[d], levels[d + 1]) for d in range(D + 1)]
     return _Stage(
-        parent=par, child_start=child_start, kind=k, fold=np.array(fold)[order], sd=np.array(sd)[order],
-        root=np.array(root, np.int64)[order], codes=[codes[o] for o in order], labels=[labels[o] for o in order],
-        tot=[tot[o] for o in order], allin=np.array(allin, bool)[order],
-        oop_call=np.array(oop_call, bool)[order], levels=levels,
+        parent=par, child_start=child_start, kind=k, fold=cols["fold"][order], sd=cols["sd"][order], root=root,
+        tot=cols["tot"][order], allin=cols["allin"][order], oop_call=cols["oop_call"][order], levels=levels,
         fanout=tuple(int(nchild[lo:hi].max(initial=0)) for lo, hi in spans),
-        terms=tuple(bool((k[lo:hi] >= CHANCE).any()) for lo, hi in spans), new=new,
-        dealt=np.array(dealt, np.int64)[order])
+        terms=tuple(bool((k[lo:hi] >= CHANCE).any()) for lo, hi in spans), new=new, dealt=cols["dealt"][order],
+        src_tree=cols["src_tree"][order], src_node=cols["src_node"][order], src_prefix=cols["src_prefix"][order],
+        trees=trees, prefixes=prefixes)
 
 
 def _strengths(cfg: PokerSubgameSpec, hands: np.ndarray, extra: np.ndarray):
-    """`(strength [B, H] int64, live [B, H] bool)` on the boards `cfg.board + extra[b]`
+    """`(strength [B, H] int32, live [B, H] bool)` on the boards `cfg.board + extra[b]`
     (`extra [B, 0]`: the river board itself; `[B, 1]`: a turn's river cards; `[B, 2]`: a
-    flop's turn and river cards). Dead hands hold an extra card: strength -1."""
+    flop's turn and river cards; `evaluator.board_values`). Dead hands hold an extra
+    card: strength -1."""
     board = cfg.board_cards
     hc = COMBOS[hands]
-    B, H, k = extra.shape[0], hands.size, extra.shape[1]
-    live = ~(hc[None, :, :, None] == extra[:, None, None, :]).any((-1, -2))          # [B, H]
-    cards7 = np.concatenate([np.broadcast_to(board, (B, H, board.size)),
-                             np.broadcast_to(extra[:, None, :], (B, H, k)), np.broadcast_to(hc, (B, H, 2))], axis=2)
-    cards7 = np.where(live[..., None], cards7, np.array([0, 4, 9, 14, 19, 24, 29]))  # dummy distinct cards
-    return np.where(live, evaluate(cards7.reshape(B * H, 7)).reshape(B, H), -1), live
+    B = extra.shape[0]
+    on = np.zeros((B, NUM_CARDS), bool)
+    on[np.arange(B)[:, None], extra] = True
+    live = ~(on[:, hc[:, 0]] | on[:, hc[:, 1]])                                          # [B, H]
+    boards = np.concatenate([np.broadcast_to(board, (B, board.size)), extra], axis=1)
+    return np.where(live, board_values(boards, hc), -1).astype(np.int32), live
 
 
 def _river_tree(cfg: PokerSubgameSpec, tot: tuple, allin: bool, oop_called: bool) -> _Tree:
@@ -211,48 +243,66 @@ def _river_tree(cfg: PokerSubgameSpec, tot: tuple, allin: bool, oop_called: bool
     return sub
 
 
+def _river_trees(cfg: PokerSubgameSpec, ends: list) -> list:
+    """`_river_tree` of each `(tot, allin, oop_called)` in `ends`, equal ends sharing one tree."""
+    made = {}
+    out = []
+    for tot, allin, oop in ends:
+        key = (tuple(float(x) for x in tot), bool(allin), bool(oop))
+        if key not in made:
+            made[key] = _river_tree(cfg, *key)
+        out.append(made[key])
+    return out
+
+
 def _flop_trunk(cfg: PokerSubgameSpec, rest: np.ndarray):
     """A flop spot's trunk: the flop street, and below each of its street ends (chance
     nodes) one child per turn card (49) holding that card's turn street (or, after a called
     all-in, a river-dealing leaf). Returns `(trunk stage, root_chance [G, R], the R river
     trees, turn cards [G])`: `root_chance[g, k]` is the trunk leaf that deals the river
-    after turn card `g` on the `k`-th line, in the same order for every card."""
+    after turn card `g` on the `k`-th line, in the same order for every card.
+
+    Node order before the layout: the flop's nodes, then per turn card one block (the
+    same for every card) of the turn streets below the flop's ends in order."""
     flop = _street_tree(cfg, 0.0, last=False, street="flop")
-    tree = _Tree()
-    tree.dealt = []
-    for i in range(len(flop)):
-        tree.add(flop.parent[i], flop.action[i], flop.kind[i], flop.code[i], flop.tot[i], flop.labels[i],
-                 fold=flop.fold[i], sd=flop.sd[i], allin=flop.allin[i], oop_call=flop.oop_call[i])
-        tree.dealt.append(NO_CARD)
-    ends = [c for c in range(len(flop)) if flop.kind[c] == CHANCE]
-    turns = {c: None if flop.allin[c] else
-             _street_tree(cfg, flop.tot[c][0], last=False, street="turn", oop_called=bool(flop.oop_call[c]))
-             for c in ends}
-    leaves, subs = [], []
-    for g, card in enumerate(rest):
-        row = []
-        for c in ends:
-            prefix = f"{flop.code[c]}/{CARD_NAMES[card]}/"
-            t = turns[c]
-            if t is None:
-                row.append(tree.add(c, g, CHANCE, prefix, flop.tot[c], allin=True))
-                tree.dealt.append(int(card))
-                if g == 0:
-                    subs.append(_river_tree(cfg, flop.tot[c], True, False))
-                continue
-            off = len(tree)
+    nf = len(flop)
+    trees = [flop]
+    ends = [c for c in range(nf) if flop.kind[c] == CHANCE]
+    block, river_ends, leaf_pos, off = [], [], [], 0
+    for j, c in enumerate(ends):
+        if flop.allin[c]:
+            t = _Tree()
+            t.add(-1, -1, CHANCE, "", flop.tot[c], allin=True)
+            river_ends.append((flop.tot[c], True, False))
+            leaf_pos.append(off)
+        else:
+            t = _street_tree(cfg, flop.tot[c][0], last=False, street="turn", oop_called=bool(flop.oop_call[c]))
             for i in range(len(t)):
-                tree.add(c if t.parent[i] < 0 else off + t.parent[i], g if t.parent[i] < 0 else t.action[i],
-                         t.kind[i], prefix + t.code[i], t.tot[i], t.labels[i], fold=t.fold[i], sd=t.sd[i],
-                         allin=t.allin[i], oop_call=t.oop_call[i])
-                tree.dealt.append(int(card))
                 if t.kind[i] == CHANCE:
-                    row.append(off + i)
-                    if g == 0:
-                        subs.append(_river_tree(cfg, t.tot[i], t.allin[i], t.oop_call[i]))
-        leaves.append(row)
-    stage = _stage([tree])
-    return stage, stage.new[np.array(leaves, np.int64)], subs, rest
+                    river_ends.append((t.tot[i], t.allin[i], t.oop_call[i]))
+                    leaf_pos.append(off + i)
+        trees.append(t)
+        col = _columns(t, len(trees) - 1)
+        col["parent"] = np.where(col["parent"] < 0, -1, col["parent"] + off)   # local to the block
+        col["end"] = np.full(len(t), c, np.int64)
+        col["end_index"] = np.full(len(t), j, np.int64)
+        block.append(col)
+        off += len(t)
+    G, P = rest.size, off
+    blk = {k: np.concatenate([b[k] for b in block]) for k in block[0]}
+    g = np.repeat(np.arange(G), P)
+    local = np.tile(blk["parent"], G)
+    turn = {k: np.tile(blk[k], G) if blk[k].ndim == 1 else np.tile(blk[k], (G, 1)) for k in blk}
+    turn["parent"] = np.where(local < 0, turn["end"], nf + g * P + local)
+    turn["action"] = np.where(local < 0, g, turn["action"])
+    turn["dealt"] = rest[g].astype(np.int64)
+    turn["src_prefix"] = 1 + g * len(ends) + turn["end_index"]
+    first = _columns(flop, 0)
+    cols = {k: np.concatenate([first[k], turn[k]]) for k in first}
+    prefixes = [""] + [f"{flop.code[c]}/{CARD_NAMES[card]}/" for card in rest for c in ends]
+    stage = _stage(cols, trees, prefixes)
+    leaves = nf + np.arange(G)[:, None] * P + np.array(leaf_pos, np.int64)[None, :]
+    return stage, stage.new[leaves], _river_trees(cfg, river_ends), rest
 
 
 def _trunk_forest(cfg: PokerSubgameSpec):
@@ -266,7 +316,7 @@ def _trunk_forest(cfg: PokerSubgameSpec):
     groups, board_group, turn_cards = 0, None, None
     if cfg.street == "flop":
         trunk, root_chance, subs, turn_cards = _flop_trunk(cfg, rest)
-        forest = _stage(subs)
+        forest = _stage_of(subs)
         groups = turn_cards.size
         rivers = [np.setdiff1d(rest, [t]) for t in turn_cards]
         extra = np.array([(t, r) for t, rs in zip(turn_cards, rivers) for r in rs], np.int64)   # [B, 2]
@@ -274,15 +324,15 @@ def _trunk_forest(cfg: PokerSubgameSpec):
         chance_reach = 1.0 / (FLOP_TURN_CARDS * RIVER_CARDS)
     elif board.size == 4:
         first = _street_tree(cfg, 0.0, last=False, street="turn")
-        trunk = _stage([first])
+        trunk = _stage_of([first])
         chance = np.flatnonzero(trunk.kind == CHANCE)
-        forest = _stage([_river_tree(cfg, trunk.tot[c], trunk.allin[c], trunk.oop_call[c]) for c in chance])
+        forest = _stage_of(_river_trees(cfg, [(trunk.tot[c], trunk.allin[c], trunk.oop_call[c]) for c in chance]))
         extra = rest[:, None]
         chance_reach = 1.0 / RIVER_CARDS
         root_chance = chance
     else:   # no trunk: the forest is the river tree, fed by the ranges
-        trunk = _stage([])
-        forest = _stage([_street_tree(cfg, 0.0, last=True, street="river")])
+        trunk = _stage_of([])
+        forest = _stage_of([_street_tree(cfg, 0.0, last=True, street="river")])
         extra = np.zeros((1, 0), np.int64)
         chance_reach = 1.0
         root_chance = np.zeros(1, np.int64)
@@ -325,6 +375,66 @@ def _slots(stage: _Stage, player: int):
     """`(decision nodes, their action counts)` of `player` in a stage, node order."""
     nodes = np.flatnonzero(stage.kind == player)
     return nodes, np.diff(stage.child_start)[nodes]
+
+
+#: Board rows times hands per chunk of `showdown_tables` in `build_public` (its temporaries
+#: stay a few MB whatever the spot).
+_TABLE_CHUNK = 1 << 16
+
+
+def _action_counts(t_nodes, f_nodes, boards: int) -> np.ndarray:
+    """`[I]` actions of each decision node in slot order: player 0's trunk nodes, its
+    forest nodes board by board, then player 1's the same way."""
+    return np.concatenate([np.concatenate([t_nodes[p][1], np.tile(f_nodes[p][1], boards)]) for p in (0, 1)])
+
+
+def _local_slots(stage: _Stage, nodes_of, sentinel: int, offsets):
+    """`(lane [n, 2], slot_node, slot_child)` of a stage: player p's slots numbered from
+    `offsets[p]` over its decision nodes in node order; `lane[child, p]` the slot on the
+    edge into `child` (`sentinel` where p does not own its parent)."""
+    lane = np.full((stage.size, 2), sentinel, np.int64)
+    snode, schild = [], []
+    for p in (0, 1):
+        nodes, counts = nodes_of[p]
+        total = int(counts.sum())
+        node = np.repeat(nodes, counts)
+        kids = stage.child_start[node] + np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        lane[kids, p] = offsets[p] + np.arange(total)
+        snode.append(node)
+        schild.append(kids)
+    return lane, np.concatenate(snode).astype(np.int64), np.concatenate(schild).astype(np.int64)
+
+
+def _node_labels(trunk: _Stage, forest: _Stage, t_nodes, f_nodes, root_chance, board_group, extra) -> dict:
+    """`PublicLabels`' per-decision-node fields, in slot order (player 0's trunk nodes,
+    its forest nodes board by board, then player 1's): made on first read (`Deferred`)."""
+    B, n1 = extra.shape[0], trunk.size
+    t_dealt = trunk.dealt != NO_CARD
+    codes, players, names, dealt, committed = [], [], [], [], []
+    for p in (0, 1):
+        tn, fn = t_nodes[p][0], f_nodes[p][0]
+        codes += [trunk.codes[n] for n in tn]
+        names += [trunk.labels[n] for n in tn]
+        dealt += [(int(trunk.dealt[n]),) if t_dealt[n] else () for n in tn]
+        players += [p] * (tn.size + B * fn.size)
+        committed += [trunk.tot[tn], np.tile(forest.tot[fn], (B, 1))]
+        fcodes = [forest.codes[n] for n in fn]
+        fnames = [forest.labels[n] for n in fn]
+        froots = forest.root[fn].tolist()
+        for b in range(B):
+            if n1:
+                above = root_chance[board_group[b]] if board_group is not None else root_chance
+                card = CARD_NAMES[extra[b, -1]]
+                pre = {r: f"{trunk.codes[above[r]]}/{card}/" for r in set(froots)}
+                codes += [pre[r] + c for r, c in zip(froots, fcodes)]
+            else:
+                codes += fcodes
+            names += fnames
+            dealt += [tuple(int(c) for c in extra[b])] * fn.size
+    nact = _action_counts([_slots(trunk, p) for p in (0, 1)], [_slots(forest, p) for p in (0, 1)], B)
+    return dict(node_codes=tuple(codes), node_player=tuple(players), action_names=tuple(names),
+                node_dealt=tuple(dealt), node_slot_start=np.concatenate([[0], np.cumsum(nact)]).astype(np.int64),
+                node_committed=np.concatenate(committed).reshape(-1, 2).astype(np.float64))
 
 
 def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None,
@@ -382,6 +492,10 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     n1 = trunk.size
     t_dealt = trunk.dealt != NO_CARD          # [N1] trunk nodes below the flop's turn card
     edge_deal = t_dealt & ~t_dealt[trunk.parent] if n1 else t_dealt
+    # The large arrays are made in their leaf dtype at an aligned address (`aligned_empty`:
+    # placed on a CPU without a copy); the digest reads them as the builder always
+    # hashed them (int64 slots, float64 values: `chunked`), so it is unchanged.
+    fleaf = jnp.dtype(jax.dtypes.canonicalize_dtype(fdt))
 
     # Decision nodes and slots (module docstring of cfrjax.public.game).
     t_nodes = [_slots(trunk, p) for p in (0, 1)]
@@ -390,28 +504,21 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     f_sl = [int(f_nodes[p][1].sum()) for p in (0, 1)]
     split = t_sl[0] + B * f_sl[0]
     S = split + t_sl[1] + B * f_sl[1]
-    nact = np.concatenate([np.concatenate([t_nodes[p][1], np.tile(f_nodes[p][1], B)]) for p in (0, 1)])
+    nact = _action_counts(t_nodes, f_nodes, B)
     I = nact.size
-    infoset_slot_start = np.concatenate([[0], np.cumsum(nact)]).astype(np.int64)
-    slot_infoset = np.repeat(np.arange(I), nact)
-    slot_uniform = 1.0 / nact[slot_infoset]
-
-    def local_slots(stage, nodes_of, sentinel, offsets):
-        lane = np.full((stage.size, 2), sentinel, np.int64)
-        snode, schild = [], []
-        for p in (0, 1):
-            nodes, counts = nodes_of[p]
-            k = offsets[p]
-            for n, a in zip(nodes, counts):
-                kids = stage.child_start[n] + np.arange(a)
-                lane[kids, p] = k + np.arange(a)
-                snode += [n] * int(a)
-                schild += kids.tolist()
-                k += int(a)
-        return lane, np.array(snode, np.int64), np.array(schild, np.int64)
+    infoset_slot_start = aligned_empty((I + 1,), np.int32)
+    infoset_slot_start[0] = 0
+    np.cumsum(nact, out=infoset_slot_start[1:])
+    slot_infoset = aligned_empty((S,), np.int32)
+    slot_infoset[...] = np.repeat(np.arange(I, dtype=np.int32), nact)
+    slot_uniform = aligned_empty((S,), fleaf)
+    slot_uniform[...] = np.repeat(1.0 / nact, nact)
+    max_actions = int(nact.max())
+    runs = slot_runs(infoset_slot_start)
+    del nact
 
     def stage_sets(nodes_of, offsets):
-        """`(player, first slot, actions)` per decision node, as `local_slots` numbers them."""
+        """`(player, first slot, actions)` per decision node, as `_local_slots` numbers them."""
         out = []
         for p in (0, 1):
             k = offsets[p]
@@ -420,9 +527,9 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                 k += int(a)
         return out
 
-    f_lane, f_snode, f_schild = local_slots(forest, f_nodes, f_sl[0] + f_sl[1], (0, f_sl[0]))
+    f_lane, f_snode, f_schild = _local_slots(forest, f_nodes, f_sl[0] + f_sl[1], (0, f_sl[0]))
     f_path = _own_paths(forest, f_lane, f_sl[0] + f_sl[1])
-    t_lane, t_snode, t_schild = local_slots(trunk, t_nodes, S, (0, split))
+    t_lane, t_snode, t_schild = _local_slots(trunk, t_nodes, S, (0, split))
 
     # Terminals.
     def term_arrays(stage, leaves_after):
@@ -444,7 +551,16 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
 
     card_hands = pt.card_table(hand_cards)
     weights, norm = public_passes.range_weights(hand_cards, card_hands, *weights.astype(fdt), xp=np)
-    tables = pt.showdown_tables(strength, hand_cards, card_hands)
+    # The showdown tables, a chunk of boards at a time into the final arrays.
+    C, Mc = card_hands.shape
+    tables = {"sd_sorted": aligned_empty((B, H), np.int32), "sd_card_sorted": aligned_empty((B, C, Mc), np.int32),
+              "sd_index": aligned_empty((B, H, 6), np.int32)}
+    step = max(1, _TABLE_CHUNK // H)
+    for lo in range(0, B, step):
+        pt.showdown_tables(strength[lo:lo + step], hand_cards, card_hands,
+                           out={k: v[lo:lo + step] for k, v in tables.items()})
+    board_live = aligned_empty((B, H), fleaf)
+    board_live[...] = live
     dense = None
     # Several boards (a turn's river cards) on an NVIDIA GPU: every board's showdowns run as
     # one launch of the sorted showdown kernel, faster than the matrices and without their
@@ -465,36 +581,25 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         index_arrays.update(trunk_dealt=trunk.dealt, board_group=board_group)
     float_arrays = dict(
         trunk_fold_payoff=trunk.fold[t_folds] * np.where(t_dealt[t_folds], 1.0 / FLOP_TURN_CARDS, 1.0),
-        forest_fold_payoff=forest.fold[f_folds] * chance_reach, forest_showdown_stake=forest.sd[f_sds] * chance_reach,
-        board_live=live.astype(np.float64), slot_uniform=slot_uniform)
+        forest_fold_payoff=forest.fold[f_folds] * chance_reach, forest_showdown_stake=forest.sd[f_sds] * chance_reach)
     if cfg.raked:
         float_arrays.update(trunk_fold_values=_raked_folds(cfg, trunk.fold[t_folds])
                             * np.where(t_dealt[t_folds], 1.0 / FLOP_TURN_CARDS, 1.0)[:, None],
                             forest_fold_values=_raked_folds(cfg, forest.fold[f_folds]) * chance_reach,
                             forest_showdown_rake=cfg.rake(2 * forest.sd[f_sds]) * chance_reach)
 
-    # Labels: decision nodes in slot order.
-    codes, players, names, dealt, committed = [], [], [], [], []
-    for p in (0, 1):
-        for n in t_nodes[p][0]:
-            codes.append(trunk.codes[n])
-            players.append(p)
-            names.append(trunk.labels[n])
-            dealt.append((int(trunk.dealt[n]),) if t_dealt[n] else ())
-            committed.append(trunk.tot[n])
-        for b in range(B):
-            above = root_chance[board_group[b]] if groups else root_chance
-            for n in f_nodes[p][0]:
-                if n1:
-                    codes.append(f"{trunk.codes[above[forest.root[n]]]}/{CARD_NAMES[extra[b, -1]]}/{forest.codes[n]}")
-                else:
-                    codes.append(forest.codes[n])
-                dealt.append(tuple(int(c) for c in extra[b]))
-                players.append(p)
-                names.append(forest.labels[n])
-                committed.append(forest.tot[n])
-    digest = fingerprint({**index_arrays, **float_arrays, "hands": hands, "strength": strength,
-                          "levels": np.array(trunk.levels + (-1,) + forest.levels)})
+    def uniform64():   # slot_uniform in float64, a slice of slots at a time
+        step = 1 << 18
+        return (1.0 / np.diff(infoset_slot_start)[slot_infoset[i:i + step]] for i in range(0, max(S, 1), step))
+
+    digest = fingerprint({
+        **index_arrays, "slot_infoset": chunked(slot_infoset, np.int64),
+        "infoset_slot_start": chunked(infoset_slot_start, np.int64), **float_arrays,
+        "board_live": chunked(live, np.float64), "slot_uniform": Chunked(np.float64, (S,), uniform64),
+        "hands": hands, "strength": chunked(strength, np.int64),
+        "levels": np.array(trunk.levels + (-1,) + forest.levels)})
+    float_arrays.update(board_live=board_live, slot_uniform=slot_uniform)
+    del strength, live
     meta = {
         "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack, "behind": cfg.effective_stack,
         **cfg.betting_meta(), "random_hands": cfg.random_hands, "seed": cfg.seed,
@@ -514,12 +619,13 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         meta["leaf_committed"] = [float(trunk.tot[c][0]) for c in np.flatnonzero((trunk.kind == CHANCE) & ~t_dealt)]
     if cfg.source:
         meta.update(dict(cfg.source))
+    per_node = Deferred(functools.partial(_node_labels, trunk, forest, t_nodes, f_nodes, root_chance, board_group,
+                                          extra))
     labels = PublicLabels(
         name=cfg.name, fingerprint=digest, source={"poker": meta, "key_fields": list(KEY_FIELDS)},
-        payoff_offset=0.0, node_codes=tuple(codes), node_player=tuple(players), action_names=tuple(names),
-        node_dealt=tuple(dealt), node_slot_start=infoset_slot_start.copy(), hands=hands.copy(),
-        hand_names=tuple(combo_str(h) for h in hands), hand_cards=hand_cards.copy(),
-        node_committed=np.array(committed, np.float64).reshape(-1, 2))
+        payoff_offset=0.0, node_codes=per_node, node_player=per_node, action_names=per_node,
+        node_dealt=per_node, node_slot_start=per_node, hands=hands.copy(),
+        hand_names=tuple(combo_str(h) for h in hands), hand_cards=hand_cards.copy(), node_committed=per_node)
 
     leaves = {k: device_array(v, jnp.int32) for k, v in index_arrays.items()}
     leaves.update({k: device_array(v, fdt) for k, v in float_arrays.items()})
@@ -537,7 +643,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         board_groups=int(groups),
         trunk_level_dealt=tuple(bool(edge_deal[lo:hi].any()) for lo, hi in zip(trunk.levels[:-1], trunk.levels[1:]))
         if groups else (),
-        max_actions=int(nact.max()), slot_runs=slot_runs(infoset_slot_start),
+        max_actions=max_actions, slot_runs=runs,
         forest_plan=None if (groups or B > 1 and not n1) else spot_kernel.plan(
             forest.parent, forest.kind, f_lane, f_folds, f_sds, np.arange(f_sl[0] + f_sl[1]), f_snode, f_schild,
             stage_sets(f_nodes, (0, f_sl[0])), f_sl[0], f_sl[0] + f_sl[1]),
