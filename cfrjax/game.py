@@ -243,9 +243,11 @@ class Chunked(NamedTuple):
     chunks: Callable
 
 
-def chunked(x: np.ndarray, dtype, rows: int = 1 << 18) -> Chunked:
-    """`x` read by `fingerprint` as if it were `x.astype(dtype)`, `rows` leading entries at a time."""
+def chunked(x: np.ndarray, dtype, size: int = 1 << 16) -> Chunked:
+    """`x` read by `fingerprint` as if it were `x.astype(dtype)`, about `size` entries
+    (whole leading rows) at a time."""
     x = np.asarray(x)
+    rows = max(1, size // max(1, int(np.prod(x.shape[1:], dtype=np.int64))))
     return Chunked(np.dtype(dtype), x.shape, lambda: (x[i:i + rows] for i in range(0, max(len(x), 1), rows)))
 
 

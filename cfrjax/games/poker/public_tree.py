@@ -379,7 +379,9 @@ def _slots(stage: _Stage, player: int):
 
 #: Board rows times hands per chunk of `showdown_tables` in `build_public` (its temporaries
 #: stay a few MB whatever the spot).
-_TABLE_CHUNK = 1 << 16
+_TABLE_CHUNK = 1 << 15
+#: Slots per slice of the slot arrays' passes in `build_public`.
+_SLOT_CHUNK = 1 << 16
 
 
 def _action_counts(t_nodes, f_nodes, boards: int) -> np.ndarray:
@@ -506,16 +508,25 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     S = split + t_sl[1] + B * f_sl[1]
     nact = _action_counts(t_nodes, f_nodes, B)
     I = nact.size
+    max_actions = int(nact.max())
     infoset_slot_start = aligned_empty((I + 1,), np.int32)
     infoset_slot_start[0] = 0
     np.cumsum(nact, out=infoset_slot_start[1:])
-    slot_infoset = aligned_empty((S,), np.int32)
-    slot_infoset[...] = np.repeat(np.arange(I, dtype=np.int32), nact)
-    slot_uniform = aligned_empty((S,), fleaf)
-    slot_uniform[...] = np.repeat(1.0 / nact, nact)
-    max_actions = int(nact.max())
-    runs = slot_runs(infoset_slot_start)
     del nact
+    runs = slot_runs(infoset_slot_start)
+    slot_infoset = aligned_empty((S,), np.int32)   # each set's index over its slots, in place:
+    slot_infoset[...] = 0                           # 1 at every set's first slot but set 0's, summed
+    slot_infoset[infoset_slot_start[1:-1]] = 1
+    np.cumsum(slot_infoset, out=slot_infoset)
+
+    def uniform64():   # `1 / actions` of each slot's set in float64, a slice of slots at a time
+        for lo in range(0, S, _SLOT_CHUNK):
+            at = slot_infoset[lo:lo + _SLOT_CHUNK]
+            yield 1.0 / (infoset_slot_start[at + 1] - infoset_slot_start[at])
+
+    slot_uniform = aligned_empty((S,), fleaf)
+    for lo, u in zip(range(0, S, _SLOT_CHUNK), uniform64()):
+        slot_uniform[lo:lo + _SLOT_CHUNK] = u
 
     def stage_sets(nodes_of, offsets):
         """`(player, first slot, actions)` per decision node, as `_local_slots` numbers them."""
@@ -587,10 +598,6 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
                             * np.where(t_dealt[t_folds], 1.0 / FLOP_TURN_CARDS, 1.0)[:, None],
                             forest_fold_values=_raked_folds(cfg, forest.fold[f_folds]) * chance_reach,
                             forest_showdown_rake=cfg.rake(2 * forest.sd[f_sds]) * chance_reach)
-
-    def uniform64():   # slot_uniform in float64, a slice of slots at a time
-        step = 1 << 18
-        return (1.0 / np.diff(infoset_slot_start)[slot_infoset[i:i + step]] for i in range(0, max(S, 1), step))
 
     digest = fingerprint({
         **index_arrays, "slot_infoset": chunked(slot_infoset, np.int64),
