@@ -111,6 +111,104 @@ def test_build_equals_reference(name):
     assert not bad, f"{name}: differs from the reference in {bad}"
 
 
+def test_board_values_equal_the_evaluator():
+    """`board_values` (rank tables plus the flush suit) equals `evaluate` of the 7 cards for
+    every live hand: rainbow, two-tone, monotone, paired and trips flops with turn and
+    river cards, so straights, flushes, straight flushes, full houses and quads occur."""
+    from cfrjax.games.poker.cards import COMBOS
+    from cfrjax.games.poker.evaluator import board_values, evaluate
+
+    rng = np.random.default_rng(3)
+    for flop in ([48, 44, 40], [0, 4, 8], [1, 5, 9], [44, 45, 20], [44, 45, 46], [24, 29, 34]):
+        rest = np.setdiff1d(np.arange(52), flop)
+        extra = np.array([rng.choice(rest, 2, replace=False) for _ in range(40)])
+        boards = np.concatenate([np.broadcast_to(flop, (40, 3)), extra], axis=1)
+        hc = COMBOS[~np.isin(COMBOS, flop).any(1)]
+        got = board_values(boards, hc)
+        live = ~(hc[None, :, :, None] == extra[:, None, None, :]).any((-1, -2))
+        cards = np.concatenate([np.broadcast_to(boards[:, None], (40, hc.shape[0], 5)),
+                                np.broadcast_to(hc, (40,) + hc.shape)], axis=2)
+        assert np.array_equal(got[live], evaluate(cards[live])), flop
+    assert board_values(np.zeros((0, 5), np.int64), COMBOS[:3]).shape == (0, 3)
+
+
+def test_labels_are_made_on_first_read():
+    """The per-node label strings are not made by the build (a `Deferred`), are made once
+    on first read, and a pickled copy carries them."""
+    import pickle
+
+    from cfrjax.public.game import Deferred
+
+    game = build("flop_one_size")
+    lb = game.labels
+    assert isinstance(lb.__dict__["_deferred_node_codes"], Deferred)
+    codes = lb.node_codes
+    assert isinstance(codes, tuple) and len(codes) == game.num_infosets and lb.node_codes is codes
+    assert not isinstance(lb.__dict__["_deferred_action_names"], tuple)   # read on demand, field by field
+    assert len(lb.action_names) == game.num_infosets
+    copy = pickle.loads(pickle.dumps(lb))
+    assert copy.node_codes == codes and copy == lb and np.array_equal(copy.node_committed, lb.node_committed)
+
+
+def test_chunked_digest_equals_the_whole_arrays():
+    from cfrjax.game import Chunked, chunked, fingerprint
+
+    x = np.arange(100_003, dtype=np.int32).reshape(-1, 1)
+    u = np.linspace(0, 1, 70_001)
+    whole = fingerprint({"x": x.astype(np.int64), "u": u, "s": np.float64(2.5)})
+    assert fingerprint({"x": chunked(x, np.int64, 1000), "u": Chunked(np.float64, u.shape, lambda: np.array_split(u, 7)),
+                        "s": np.float64(2.5)}) == whole
+    assert fingerprint({"x": x.astype(np.int64), "u": u[::-1].copy(), "s": np.float64(2.5)}) != whole
+
+
+def test_aligned_host_arrays_are_placed_without_a_copy():
+    """On a CPU `device_array` of an `aligned_empty` array in its own dtype aliases it:
+    the built game's large leaves are not held twice."""
+    import jax
+
+    from cfrjax.host import aligned_empty, device_array
+
+    a = aligned_empty((1000, 6), np.int32)
+    assert a.ctypes.data % 64 == 0 and a.shape == (1000, 6)
+    a[...] = 7
+    d = device_array(a, np.int32)
+    assert np.array_equal(np.asarray(d), a)
+    if jax.default_backend() == "cpu":
+        assert d.unsafe_buffer_pointer() == a.ctypes.data
+
+
+def test_showdown_tables_checks_out():
+    from cfrjax.public.terminals import card_table, showdown_tables
+
+    hc = np.array([[0, 1], [2, 3], [0, 2]], np.int32)
+    s = np.array([[3, 1, 2]])
+    out = {"sd_sorted": np.empty((1, 3), np.int32), "sd_card_sorted": np.empty((1, 52, 2), np.int32),
+           "sd_index": np.empty((1, 3, 6), np.int32)}
+    assert showdown_tables(s, hc, card_table(hc), out=out) is out
+    assert out["sd_sorted"].tolist() == [[1, 2, 0]]
+    out["sd_index"] = np.empty((1, 6, 3), np.int32).transpose(0, 2, 1)
+    with pytest.raises(ValueError, match="sd_index.*C-contiguous int32"):
+        showdown_tables(s, hc, card_table(hc), out=out)
+
+
+def test_slot_runs_are_the_runs_of_equal_sizes():
+    from cfrjax import passes
+
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        sizes = rng.choice([2, 3], size=int(rng.integers(1, 40)), p=[0.8, 0.2])
+        start = np.concatenate([[0], np.cumsum(sizes)])
+        runs, i = [], 0
+        while i < sizes.size:   # the runs, one set at a time
+            j = i
+            while j < sizes.size and sizes[j] == sizes[i]:
+                j += 1
+            runs.append((int(start[i]), j - i, int(sizes[i])))
+            i = j
+        assert passes.slot_runs(start) == (tuple(runs) if len(runs) <= passes.MAX_RUNS else ())
+    assert passes.slot_runs(np.zeros(1, np.int64)) == ()
+
+
 if __name__ == "__main__":   # regenerate only from the pre-vectorised builder (commit 2e0fa20)
     if sys.argv[1:] != ["--write"]:
         sys.exit("usage: python tests/test_build_identity.py --write   (at commit 2e0fa20 only)")
