@@ -133,10 +133,11 @@ def hand_category(value) -> np.ndarray:
     return np.asarray(value) >> 20
 
 
-def board_values(boards, hand_cards) -> np.ndarray:
-    """`[B, H]` int64: `evaluate` of each 5-card board `boards [B, 5]` with each hand
-    `hand_cards [H, 2]` (the 7 cards), for all `B x H` pairs at once; an entry whose hand
-    shares a card with its board is unspecified (callers mask those hands as dead).
+def board_values(boards, hand_cards, out: np.ndarray | None = None) -> np.ndarray:
+    """`[B, H]`: `evaluate` of each 5-card board `boards [B, 5]` with each hand
+    `hand_cards [H, 2]` (the 7 cards), for all `B x H` pairs; an entry whose hand shares a
+    card with its board is unspecified (callers mask those hands as dead). Written into
+    `out` (an int32 or int64 `[B, H]` array) if given, else a new int64 array.
 
     Equal to `evaluate` entry by entry (tested) at a fraction of its cost: a 7-card value
     is the larger of a part read off the 7 ranks alone (pairs to quads, straights) and a
@@ -144,33 +145,44 @@ def board_values(boards, hand_cards) -> np.ndarray:
     multiset and the hand's two ranks, so it is evaluated once per distinct (board ranks,
     hand ranks) pair (at most 91 x 91 on a flop's turn and river cards, with suits dealt
     round-robin so that no flush forms) and gathered; the flush part needs a board with 3
-    or more cards of one suit, and comes from that suit's rank mask by the lookup tables."""
+    or more cards of one suit, and comes from that suit's rank mask by the lookup tables.
+    Boards are done a chunk at a time (the temporaries stay in cache)."""
     b = np.asarray(boards, np.int64)
     hc = np.asarray(hand_cards, np.int64)
     if b.ndim != 2 or b.shape[1] != 5 or hc.ndim != 2 or hc.shape[1] != 2:
         raise ValueError(f"board_values expects boards [B, 5] and hand_cards [H, 2], got {b.shape} and {hc.shape}")
     B, H = b.shape[0], hc.shape[0]
+    out = np.empty((B, H), np.int64) if out is None else out
+    if out.shape != (B, H):
+        raise ValueError(f"board_values: out has shape {out.shape}, expected {(B, H)}")
     if B == 0 or H == 0:
-        return np.zeros((B, H), np.int64)
+        return out
     ub, binv = np.unique(np.sort(b >> 2, axis=1), axis=0, return_inverse=True)            # [U, 5]
+    binv = binv.reshape(-1)
     hr = np.sort(hc >> 2, axis=1)
     up, pinv = np.unique(hr[:, 0] * 13 + hr[:, 1], return_inverse=True)                    # [P] rank pairs
+    pinv = pinv.reshape(-1)
     U, P = ub.shape[0], up.size
     ranks = np.sort(np.concatenate([np.repeat(ub, P, axis=0),
                                     np.tile(np.stack([up // 13, up % 13], axis=1), (U, 1))], axis=1), axis=1)
     # Suit = position mod 4 in rank order: equal ranks get distinct suits, no suit 5 times.
-    table = evaluate(ranks * 4 + np.arange(7) % 4).reshape(U, P)
-    val = table[binv.reshape(-1)[:, None], pinv.reshape(-1)[None, :]]                        # [B, H]
+    table = evaluate(ranks * 4 + np.arange(7) % 4).reshape(U, P)[:, pinv]                   # [U, H]
     suit = b & 3
     counts = np.stack([(suit == s).sum(1) for s in range(4)], axis=1)                        # [B, 4]
-    rows = np.flatnonzero(counts.max(1) >= 3)
-    if rows.size:
-        fs = counts[rows].argmax(1)                                                          # the flush suit
-        bmask = np.where(suit[rows] == fs[:, None], np.left_shift(1, b[rows] >> 2), 0).sum(1)
-        hmask = np.stack([np.where((hc & 3) == s, np.left_shift(1, hc >> 2), 0).sum(1) for s in range(4)])   # [4, H]
-        fmask = bmask[:, None] | hmask[fs]                                                   # [R, H]
-        sf = _STRAIGHT[fmask]
-        fv = np.where(sf >= 0, (STRAIGHT_FLUSH << 20) | (sf << 16), (FLUSH << 20) | _TOPK[5][fmask])
-        sub = val[rows]
-        val[rows] = np.where(_POPCOUNT[fmask] >= 5, np.maximum(sub, fv), sub)
-    return val
+    fs = counts.argmax(1)                                                                    # the flush suit
+    flush = counts.max(1) >= 3
+    bmask = np.where(suit == fs[:, None], np.left_shift(1, b >> 2), 0).sum(1)                 # its ranks
+    hmask = np.stack([np.where((hc & 3) == s, np.left_shift(1, hc >> 2), 0).sum(1) for s in range(4)])   # [4, H]
+    step = max(1, (1 << 15) // H)
+    for lo in range(0, B, step):
+        val = table[binv[lo:lo + step]]                                                      # [b, H]
+        rows = lo + np.flatnonzero(flush[lo:lo + step])
+        if rows.size:
+            fmask = bmask[rows, None] | hmask[fs[rows]]                                      # [r, H]
+            sf = _STRAIGHT[fmask]
+            fv = np.where(sf >= 0, (STRAIGHT_FLUSH << 20) | (sf << 16), (FLUSH << 20) | _TOPK[5][fmask])
+            hit = _POPCOUNT[fmask] >= 5
+            sub = val[rows - lo]
+            val[rows - lo] = np.where(hit & (fv > sub), fv, sub)
+        out[lo:lo + step] = val
+    return out

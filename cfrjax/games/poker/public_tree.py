@@ -229,7 +229,9 @@ def _strengths(cfg: PokerSubgameSpec, hands: np.ndarray, extra: np.ndarray):
     on[np.arange(B)[:, None], extra] = True
     live = ~(on[:, hc[:, 0]] | on[:, hc[:, 1]])                                          # [B, H]
     boards = np.concatenate([np.broadcast_to(board, (B, board.size)), extra], axis=1)
-    return np.where(live, board_values(boards, hc), -1).astype(np.int32), live
+    strength = board_values(boards, hc, out=np.empty((B, hc.shape[0]), np.int32))
+    np.putmask(strength, ~live, -1)
+    return strength, live
 
 
 def _river_tree(cfg: PokerSubgameSpec, tot: tuple, allin: bool, oop_called: bool) -> _Tree:
