@@ -191,6 +191,30 @@ def test_showdown_tables_checks_out():
         showdown_tables(s, hc, card_table(hc), out=out)
 
 
+def test_native_showdown_tables_equal_numpy():
+    """The native tables (`native_tables.cc`) equal the NumPy form entry for entry: many
+    ties, no ties, dead hands (-1), one hand list per board position (river boards as
+    data: 47 cards), a full range."""
+    from cfrjax.games.poker.boards import CARD_HANDS, HAND_CARDS
+    from cfrjax.games.poker.cards import COMBOS
+    from cfrjax.public import native
+    from cfrjax.public.terminals import card_table, showdown_tables
+
+    if not native.available():
+        pytest.skip(f"native code unavailable: {native.why_unavailable()}")
+    rng = np.random.default_rng(5)
+    for H, top in ((40, 3), (300, 10 ** 6), (1326, 60), (7, 1)):
+        hc = COMBOS[np.sort(rng.choice(1326, H, replace=False))].astype(np.int32)
+        s = rng.integers(-1, top, (9, H)).astype(np.int32)
+        a, b = (showdown_tables(s, hc, card_table(hc), native=n) for n in (True, False))
+        assert all(np.array_equal(a[k], b[k]) for k in a), H
+    s = rng.integers(-1, 30, (5, HAND_CARDS.shape[0])).astype(np.int32)
+    a, b = (showdown_tables(s, HAND_CARDS, CARD_HANDS, native=n) for n in (True, False))
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+    with pytest.raises(ValueError, match="card_hands does not list"):
+        showdown_tables(s[:, :3], HAND_CARDS[:3], card_table(HAND_CARDS[[0, 1, 50]], 47), native=True)
+
+
 def test_slot_runs_are_the_runs_of_equal_sizes():
     from cfrjax import passes
 

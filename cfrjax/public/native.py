@@ -39,10 +39,10 @@ import numpy as np
 
 from cfrjax.public.ffi_library import FfiLibrary
 
-__all__ = ["available", "forest", "half", "showdown", "why_unavailable"]
+__all__ = ["available", "forest", "half", "showdown", "showdown_tables", "why_unavailable"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SOURCES = tuple(os.path.join(_HERE, f) for f in ("native_showdown.cc", "native_forest.cc"))
+_SOURCES = tuple(os.path.join(_HERE, f) for f in ("native_showdown.cc", "native_forest.cc", "native_tables.cc"))
 _TARGETS = {"float32": "CfrjaxShowdownF32", "float64": "CfrjaxShowdownF64"}
 _FOREST_TARGETS = {"float32": "CfrjaxForestF32", "float64": "CfrjaxForestF64"}
 _HALF_TARGETS = {"float32": "CfrjaxHalfF32", "float64": "CfrjaxHalfF64"}
@@ -221,3 +221,33 @@ def half(own, other, weights, live, fold_payoff, showdown_stake, trunk_fold_payo
 
 
 _LIBRARY.load(build=False)   # registered where already built: a kept executable finds its calls
+
+
+def showdown_tables(strength, hand_cards, card_hands, out: dict, build: bool = True) -> bool:
+    """Fill `out` (`sd_sorted [B, H]`, `sd_card_sorted [B, C, M]`, `sd_index [B, H, 6]`,
+    C-contiguous int32) with the sorted-showdown tables of `strength [B, H]` (int32) on the
+    host (`native_tables.cc`: a ctypes call, no XLA), equal to
+    `cfrjax.public.terminals.showdown_tables`' NumPy form. Returns False where the library
+    is not available (nothing written: the caller runs the NumPy form); `build=False`: nor
+    where it is not built yet (a game builder does not wait for a compile).
+
+    Raises:
+      ValueError: `hand_cards` and `card_hands` disagree (a card listing other hands)."""
+    if not _LIBRARY.load(build=build):
+        return False
+    import ctypes
+
+    fn = _LIBRARY._state["lib"].cfrjax_showdown_tables
+    ptr = ctypes.POINTER(ctypes.c_int32)
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ptr, ctypes.c_int64, ctypes.c_int64, ptr, ptr, ctypes.c_int64, ctypes.c_int64, ptr, ptr, ptr]
+    s = np.ascontiguousarray(strength, np.int32)
+    hc = np.ascontiguousarray(hand_cards, np.int32)
+    ch = np.ascontiguousarray(card_hands, np.int32)
+    (B, H), (C, M) = s.shape, ch.shape
+    arg = lambda a: a.ctypes.data_as(ptr)   # noqa: E731
+    if fn(arg(s), B, H, arg(hc), arg(ch), C, M, arg(out["sd_sorted"]), arg(out["sd_card_sorted"]),
+          arg(out["sd_index"])):
+        raise ValueError("showdown_tables: card_hands does not list each hand under its two cards of hand_cards "
+                         "(build it with cfrjax.public.terminals.card_table)")
+    return True

@@ -103,8 +103,8 @@ def card_table(hand_cards: np.ndarray, num_cards: int = NUM_CARDS) -> np.ndarray
     return out
 
 
-def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np.ndarray, out: dict | None = None
-                    ) -> dict:
+def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np.ndarray, out: dict | None = None,
+                    native: bool | None = None) -> dict:
     """Sorted-showdown tables of `B` boards (see the module docstring).
 
     Args:
@@ -114,6 +114,10 @@ def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np
       card_hands: `[C, M]` from `card_table`.
       out: `None`, or the three arrays below (int32, leading `B`) to fill in place (a
         builder writing one chunk of boards at a time into its final arrays).
+      native: compute them in native code (`cfrjax.public.native.showdown_tables`, the
+        same tables, tested; several times faster; True builds the library if needed) or
+        in NumPy (False); `None`: native where the library is already built and
+        `CFRJAX_NATIVE` is not 0 (the strengths fitting int32), else NumPy.
 
     Returns:
       dict of int32 arrays: `sd_sorted [B, H]` (hands by ascending strength, ties by hand),
@@ -139,6 +143,17 @@ def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np
                              f"got {a.dtype} {a.shape}")
     if B == 0 or H == 0:
         return out
+    fits = -2 ** 31 <= s.min() and s.max() < 2 ** 31
+    if native and not fits:
+        raise ValueError(f"showdown_tables: the native tables take int32 strengths, got {s.min()}..{s.max()}")
+    if native is not False and fits:
+        from cfrjax.plan import _switched_on
+        from cfrjax.public import native as code
+        if (native or _switched_on("CFRJAX_NATIVE")) and code.showdown_tables(s, hc, card_hands, out,
+                                                                                build=bool(native)):
+            return out
+        if native:
+            raise RuntimeError(f"the native showdown tables are not available: {code.why_unavailable()}")
     # One sort per board of keys (strength, hand) packed into unique integers: the stable
     # order by strength (ties by hand), without an argsort.
     hb = max(1, (H - 1).bit_length())
