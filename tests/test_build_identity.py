@@ -111,6 +111,12 @@ def test_build_equals_reference(name):
     assert not bad, f"{name}: differs from the reference in {bad}"
 
 
+def test_build_with_numpy_tables_equals_reference(monkeypatch):
+    """The NumPy showdown tables (`CFRJAX_NATIVE=0`) build the same flop as the reference."""
+    monkeypatch.setenv("CFRJAX_NATIVE", "0")
+    test_build_equals_reference("flop_monotone")
+
+
 def test_board_values_equal_the_evaluator():
     """`board_values` (rank tables plus the flush suit) equals `evaluate` of the 7 cards for
     every live hand: rainbow, two-tone, monotone, paired and trips flops with turn and

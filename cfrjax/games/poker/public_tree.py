@@ -514,6 +514,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     infoset_slot_start = aligned_empty((I + 1,), np.int32)
     infoset_slot_start[0] = 0
     np.cumsum(nact, out=infoset_slot_start[1:])
+    slot_actions = np.repeat(nact.astype(np.uint8 if max_actions < 256 else np.int64), nact)   # [S] of each slot's set
     del nact
     runs = slot_runs(infoset_slot_start)
     slot_infoset = aligned_empty((S,), np.int32)   # each set's index over its slots, in place:
@@ -521,10 +522,11 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     slot_infoset[infoset_slot_start[1:-1]] = 1
     np.cumsum(slot_infoset, out=slot_infoset)
 
+    inverse = 1.0 / np.maximum(np.arange(max_actions + 1), 1)
+
     def uniform64():   # `1 / actions` of each slot's set in float64, a slice of slots at a time
         for lo in range(0, S, _SLOT_CHUNK):
-            at = slot_infoset[lo:lo + _SLOT_CHUNK]
-            yield 1.0 / (infoset_slot_start[at + 1] - infoset_slot_start[at])
+            yield inverse[slot_actions[lo:lo + _SLOT_CHUNK]]
 
     slot_uniform = aligned_empty((S,), fleaf)
     for lo, u in zip(range(0, S, _SLOT_CHUNK), uniform64()):
