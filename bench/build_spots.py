@@ -7,7 +7,9 @@ Each `.toml` spot of the folder is built by `cfrjax.load_game(spot, check_memory
 (the TOML read and `build_public`: the tree and its tables; the per-node label strings are
 deferred and not made) in a fresh Python process pinned to CPU 0 (`taskset -c 0`). The
 child first imports cfrjax, NumPy, JAX and the builder's modules and starts JAX's CPU
-backend (`jax.devices()`): its resident memory then is the idle RSS. It resets the peak
+backend (`jax.devices()`): its resident memory then is the idle RSS (the native library,
+built beforehand once per machine, is loaded by then: `tables` says whether the showdown
+tables ran native or in NumPy). It resets the peak
 (`/proc/self/clear_refs`), times the build (wall and the process's CPU seconds: the 2-core
 machine is shared, so the CPU time is the steadier figure), and reads the peak RSS
 (`VmHWM`). One JSON record per spot: spot, build seconds, peak and idle RSS, the peak above
@@ -65,10 +67,16 @@ def child(spot: str) -> dict:
     sys.path.insert(0, HERE)
     from common import code_commit
 
+    from cfrjax.plan import _switched_on
+    from cfrjax.public import native
+    tables = "native" if _switched_on("CFRJAX_NATIVE") and native._LIBRARY.load(build=False) else "numpy"
+    from cfrjax.public.game import Deferred
+    deferred = isinstance(game.labels.__dict__.get("_deferred_node_codes"), Deferred)   # label strings not made
+
     return dict(bench="build_spots", spot=os.path.splitext(os.path.basename(spot))[0], build_s=round(wall, 4),
                 build_cpu_s=round(cpu, 4), peak_rss=peak, idle_rss=idle, build_rss=peak - idle, array_bytes=arrays,
                 rss_over_arrays=round((peak - idle) / arrays, 3), hands=game.num_hands, boards=game.num_boards,
-                nodes=game.num_nodes, slots=game.num_slots, loadavg=os.getloadavg()[0], device="cpu",
+                nodes=game.num_nodes, slots=game.num_slots, tables=tables, labels_deferred=deferred, loadavg=os.getloadavg()[0], device="cpu",
                 cpu=_cpu_model(), commit=code_commit(), python=platform.python_version(), numpy=np.__version__,
                 jax=jax.__version__, host=platform.node(), pinned="taskset -c 0")
 
@@ -97,6 +105,10 @@ def main(argv=None) -> int:
         print(f"build_spots: error: no .toml spots in {args.spots}", file=sys.stderr)
         return 2
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), JAX_PLATFORMS="cpu")
+    # The native library (its showdown tables) is built once per machine, on first use:
+    # build it before timing, as a solve on this machine would have.
+    subprocess.run([sys.executable, "-c", "from cfrjax.public import native; native.available()"], env=env,
+                   check=True, timeout=args.timeout)
     with open(args.out, "a") as out:
         for spot in spots:
             run = subprocess.run(["taskset", "-c", "0", sys.executable, os.path.abspath(__file__), "--one", spot],

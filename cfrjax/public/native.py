@@ -13,6 +13,11 @@ as whole-array passes over memory. Three native calls replace them on CPU:
   matching, the trunk's and every board's passes, the regret and average updates, each
   board's rows read and written once while in the cache.
 
+One more call runs at build time, through ctypes rather than XLA: `showdown_tables`, the
+sorted-showdown tables of a spot's boards (`native_tables.cc`, equal to the NumPy form of
+`cfrjax.public.terminals.showdown_tables`), used by the builder where the library is
+already built.
+
 Built on first use (`cfrjax.public.ffi_library`): the C++ source shipped with the package
 is compiled with the system's C++ compiler (`$CXX`, else `c++` / `g++`) against the XLA
 FFI headers of the installed jaxlib (`jax.ffi.include_dir()`), into

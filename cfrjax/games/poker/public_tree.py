@@ -461,6 +461,12 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
       reduction: `"auto"`, `"pull"` or `"scatter"` (as `CompiledGame.reduction`).
       dense_limit_bytes: see `terminals`.
 
+    The build is vectorised over boards and hands (`evaluator.board_values`, the showdown
+    tables a chunk of boards at a time: `terminals.showdown_tables`, native where built);
+    the large leaves are made in place in their final dtype (on a CPU the game holds them
+    without a copy), so resident memory stays near the game's own; the per-node label
+    strings (`PublicLabels.node_codes`, ...) are made on first read.
+
     Raises:
       PokerSpecError: a hand list that misses a hand of positive weight, or ranges
         without a compatible pair of hands.
@@ -759,9 +765,8 @@ def check_public_fits(config: PokerSubgameSpec, *, hands=None, terminals: str = 
     first device: device memory on a GPU, the host's available memory on a CPU) or
     `budget_bytes`. On an accelerator the same plan is also checked against the host's
     available memory, where the game is built: building takes less than the plan (the
-    game's leaves and their temporaries; a tiny flop with every live combo: 1.3 GB resident
-    for a 3.3 GB plan), the solver state and scratch (`[S, H]`, `[N, H]` arrays) being the
-    bulk of it. The default order (alternating) needs the least scratch, so only a spot
+    game's leaves, made in place, and temporaries of a chunk of boards), the solver state
+    and scratch (`[S, H]`, `[N, H]` arrays) being the bulk of it. The default order (alternating) needs the least scratch, so only a spot
     that fits under no order is refused here; the solve's own check (`guard`, with its
     order and dtype) still runs before it starts.
 
