@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 from typing import Any, Callable
 
 import jax
@@ -60,11 +61,12 @@ class Deferred:
     strings and tuples, which a solve never reads)."""
 
     def __init__(self, make: Callable[[], dict]):
-        self._make, self._values = make, None
+        self._make, self._values, self._lock = make, None, threading.Lock()
 
     def value(self, name: str):
-        if self._values is None:
-            self._values, self._make = self._make(), None
+        with self._lock:
+            if self._values is None:
+                self._values, self._make = self._make(), None
         return self._values[name]
 
 
