@@ -699,7 +699,7 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
     B, n1, n2 = int(extra.shape[0]), trunk.size, forest.size
     t_sl = [int(_slots(trunk, p)[1].sum()) for p in (0, 1)]
     f_sl = [int(_slots(forest, p)[1].sum()) for p in (0, 1)]
-    nact = np.concatenate([np.concatenate([_slots(trunk, p)[1], np.tile(_slots(forest, p)[1], B)]) for p in (0, 1)])
+    nact = _action_counts([_slots(trunk, p) for p in (0, 1)], [_slots(forest, p) for p in (0, 1)], B)
     S, I = int(nact.sum()), int(nact.size)
     # W: the most own decisions of one player on a path from a forest root (`_own_paths`).
     own = np.zeros((n2, 2), np.int64)
