@@ -13,7 +13,10 @@ only (checked against the independent brute-force evaluator of the tests).
   combo not blocked by the board (1,081 on a river, 1,128 on a turn, 1,176 on a flop),
   fixed per board so that new ranges (`set_root_ranges`) never change a shape (weights
   may be 0). Card removal is exact either way: a hand outside the list has weight 0 in
-  both ranges, so it adds nothing to any sum over opponent hands.
+  both ranges, so it adds nothing to any sum over opponent hands. With `pad_hands` the
+  list (and `card_hands`' width) is padded to its size class (`hand_class`,
+  `_pad_hands`) so that spots of one shape class share their compiled programs
+  (`docs/design/shapes.md`).
 * **Tree.** The street's public betting tree; every street end before the river is a
   chance node with one child per card not on the board, followed by the next street's
   betting tree (after a called all-in, no more betting: the cards still to come, then a
@@ -406,7 +409,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
       hands: the hand list (`public_hands`): `None` (the spec's `config.hands`, by
         default `"range"`), `"range"` (the ranges' hands), `"all"` (every combo not
         blocked by the board), or an iterable of combos (names or ids) covering the
-        ranges' hands.
+        ranges' hands. `config.pad_hands` pads it to its class (`_pad_hands`): then
+        `num_hands` is the padded count, the labels list the real hands.
       terminals: `"auto"` (sorted on CPU; on accelerators dense when the dense matrices
         take at most `dense_limit_bytes`, else sorted; sorted for several boards where
         the showdown kernel runs, `cfrjax.public.showdown_kernel.available`), `"sorted"`
