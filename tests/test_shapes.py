@@ -87,8 +87,9 @@ def test_dense_terminals_pad_to_rounding():
     agree to rounding."""
     plain, padded = game("river", 0, False, "dense"), game("river", 0, True, "dense")
     H = plain.num_hands
-    a = cfrjax.step(plain, cfrjax.init(plain, dtype="float64"))
-    b = cfrjax.step(padded, cfrjax.init(padded, dtype="float64"))
+    step = jax.jit(cfrjax.step)
+    a = step(plain, cfrjax.init(plain, dtype="float64"))
+    b = step(padded, cfrjax.init(padded, dtype="float64"))
     x = np.asarray(a.regret)
     np.testing.assert_allclose(np.asarray(b.regret)[:, :H], x, rtol=1e-12, atol=1e-12 * np.abs(x).max())
 
@@ -133,6 +134,8 @@ def test_plan_accounts_for_padding():
             if hasattr(v, "shape"):
                 assert v.shape == np.shape(getattr(built, k)), k
         assert memory_plan(shapes).total_bytes == memory_plan(built).total_bytes
+    # `hands = "all"` is not padded: one count per street already (1,081 on a river).
+    assert public_shapes(spot("river", 0), hands="all").num_hands == 1081
 
 
 def test_outputs_list_real_hands_only(tmp_path):
@@ -180,3 +183,33 @@ def test_retarget_checkpoint_and_depth_on_padded_spots(tmp_path):
     from cfrjax.games.poker.depth import leaf_inputs
     with pytest.raises(PokerSpecError, match="pad_hands = false"):
         leaf_inputs(a)
+
+
+def test_cli_show_lists_real_hands_only(tmp_path, capsys):
+    """`cfrjax show` of a spot file with `pad_hands = true` (loaded as the command line
+    loads it): the table and `--csv --all` list the real live hands, as the unpadded spot's
+    report."""
+    import csv
+
+    from cfrjax import cli
+    from cfrjax.public.report import node_report
+
+    board, r0, r1 = SPOTS["river"][0]
+    path = tmp_path / "padded_river.toml"
+    path.write_text(f'game = "poker_subgame"\nname = "river_0"\nboard = "{board}"\npot = 20\nstack = 30\n'
+                    f'bet_fractions = [1.0]\npad_hands = true\n[ranges]\nrange0 = "{r0}"\nrange1 = "{r1}"\n')
+    padded, plain = cfrjax.load_game(str(path)), game("river", 0, pad=False)
+    assert padded.num_hands > plain.num_hands and padded.labels.fingerprint == game("river", 0).labels.fingerprint
+    state = cfrjax.solve(padded, cfrjax.init(padded, dtype="float64"), 12)
+    ckpt, out_csv = str(tmp_path / "s.ckpt"), str(tmp_path / "r.csv")
+    cfrjax.save_checkpoint(ckpt, padded, state)
+    assert cli.main(["show", str(path), "k", "--checkpoint", ckpt, "--csv", out_csv, "--all"]) == 0
+    capsys.readouterr()
+    want = node_report(plain, cfrjax.solve(plain, cfrjax.init(plain, dtype="float64"), 12), "k")
+    with open(out_csv, newline="") as f:
+        table = list(csv.reader(f))[1:]
+    live = np.flatnonzero(~np.isnan(want.equity[0]))
+    assert [row[0] for row in table] == [want.hands[h] for h in live] and len(live) == plain.num_hands
+    got = np.array([[float(x) for x in row[1:]] for row in table])
+    ref = np.concatenate([want.weight.T, want.combos.T, want.ev.T, want.equity.T, want.strategy], axis=1)[live]
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)

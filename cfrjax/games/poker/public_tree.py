@@ -119,17 +119,19 @@ def hand_class(n: int) -> int:
     return -(-n // step) * step
 
 
-def _padded_sizes(cfg: PokerSubgameSpec, hand_list, H: int, M: int) -> tuple:
+def _padded_sizes(cfg: PokerSubgameSpec, hands, H: int, M: int) -> tuple:
     """`(H_p, M_p)`: the hand count and table width (`card_table`'s `M`, the most hands
     holding one card) a spot with `H` hands and width `M` is built with: their classes
     (`hand_class`; `M_p` at most the cards off the board but one, every hand a card can
-    be in) under `cfg.pad_hands` except for the `"all"` hand list, else `(H, M)`."""
-    if not cfg.pad_hands or hand_list == "all":
+    be in) under `cfg.pad_hands` except for the `"all"` hand list (`hands`, as
+    `public_hands` takes it), else `(H, M)`."""
+    listed = cfg.hands if hands is None else hands
+    if not cfg.pad_hands or (isinstance(listed, str) and listed == "all"):
         return H, M
     return hand_class(H), min(hand_class(M), NUM_CARDS - cfg.board_cards.size - 1)
 
 
-def _pad_hands(cfg: PokerSubgameSpec, hand_list, hand_cards, card_hands, weights, strength, live) -> tuple:
+def _pad_hands(cfg: PokerSubgameSpec, hands, hand_cards, card_hands, weights, strength, live) -> tuple:
     """The hand arrays padded to the spot's class (`_padded_sizes`): `(hand_cards [H_p, 2],
     card_hands [C, M_p], weights [2, H_p], strength [B, H_p], live [B, H_p])`, the
     padding hands `H..H_p-1` last, every real hand's entries as they were.
@@ -155,7 +157,7 @@ def _pad_hands(cfg: PokerSubgameSpec, hand_list, hand_cards, card_hands, weights
       real hands).
     """
     H, M = hand_cards.shape[0], card_hands.shape[1]
-    Hp, Mp = _padded_sizes(cfg, hand_list, H, M)
+    Hp, Mp = _padded_sizes(cfg, hands, H, M)
     if (Hp, Mp) == (H, M):
         return hand_cards, card_hands, weights, strength, live
     pad = Hp - H
@@ -653,8 +655,7 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
     i32 = jnp.dtype(jnp.int32)
     hand_ids = public_hands(config, hands)
     M = max(1, int(np.bincount(COMBOS[hand_ids].ravel(), minlength=NUM_CARDS).max()))   # `card_table`'s width
-    H, M = _padded_sizes(config, config.hands if hands is None else hands if isinstance(hands, str) else "given",
-                         int(hand_ids.size), M)
+    H, M = _padded_sizes(config, hands, int(hand_ids.size), M)
     trunk, forest, root_chance, extra, groups, _, _, _ = _trunk_forest(config)
     B, n1, n2 = int(extra.shape[0]), trunk.size, forest.size
     t_sl = [int(_slots(trunk, p)[1].sum()) for p in (0, 1)]
