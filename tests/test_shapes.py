@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import cfrjax
+from cfrjax import driver
 from cfrjax.compile_cache import compile_count
 from cfrjax.games.poker import PokerSpecError, PokerSubgameSpec
 from cfrjax.games.poker.public_tree import build_public, hand_class, public_shapes
@@ -33,6 +34,8 @@ def spot(street: str, which: int, pad: bool = True) -> PokerSubgameSpec:
                             pad_hands=pad, name=f"{street}_{which}")
 
 
+#: Iterations of every solve here (one program per class and solver config, shared by the tests).
+ITERS = 12
 _GAMES: dict = {}
 
 
@@ -69,10 +72,10 @@ def test_padding_changes_no_result(street):
     assert padded.num_hands == hand_class(H) > H and padded.card_hands.shape[1] >= plain.card_hands.shape[1]
     np.testing.assert_array_equal(padded.weights[:, :H], plain.weights)
     assert float(padded.norm) == float(plain.norm) and not np.any(padded.weights[:, H:])
-    runs = [("cfr+", "alternating"), ("dcfr", "simultaneous")] if street == "river" else [("dcfr", "alternating")]
+    runs = [("dcfr", "alternating"), ("cfr+", "simultaneous")] if street == "river" else [("dcfr", "alternating")]
     for rule, order in runs:
-        a = cfrjax.solve(plain, cfrjax.init(plain, rule=rule, order=order, dtype="float64"), 12)
-        b = cfrjax.solve(padded, cfrjax.init(padded, rule=rule, order=order, dtype="float64"), 12)
+        a = cfrjax.solve(plain, cfrjax.init(plain, rule=rule, order=order, dtype="float64"), ITERS)
+        b = cfrjax.solve(padded, cfrjax.init(padded, rule=rule, order=order, dtype="float64"), ITERS)
         for f in ("regret", "avg"):
             x, y = np.asarray(getattr(a, f)), np.asarray(getattr(b, f))
             np.testing.assert_array_equal(y[:, :H], x, err_msg=f"{rule} {order} {f}")
@@ -102,7 +105,7 @@ def test_second_spot_of_a_class_compiles_nothing(street):
     assert jax.tree.structure(a) == jax.tree.structure(b)
     for g in (a, b):
         with compile_count() as count:
-            s = cfrjax.solve(g, cfrjax.init(g, dtype="float64"), 4)
+            s = cfrjax.solve(g, cfrjax.init(g, dtype="float64"), ITERS)
             e = cfrjax.evaluate(g, s)
         assert np.isfinite(e).all()
     assert count.requests == 0                      # the second spot: no compile (nor a cache lookup)
@@ -116,11 +119,11 @@ def test_lowered_programs_of_a_class_are_identical():
     the same class (river and turn; the solve and the evaluation)."""
     for street in ("river", "turn"):
         texts = []
-        for g in (game(street, 0), game(street, 1)):
+        for g in (game(street, 0), game(street, 1), game(street, 0, pad=False)):
             s = cfrjax.init(g, dtype="float64")
-            texts.append((jax.jit(cfrjax.step).lower(g, s).as_text(),
-                          jax.jit(cfrjax.solve, static_argnums=2).lower(g, s, 3).as_text()))
-        assert texts[0] == texts[1], street
+            texts.append((jax.jit(cfrjax.solve, static_argnums=2).lower(g, s, 3).as_text(),
+                          driver._evaluate_jit.lower(g, s).as_text()))
+        assert texts[0] == texts[1] and texts[2][0] != texts[0][0], street   # another class: other HLO
 
 
 def test_plan_accounts_for_padding():
@@ -146,8 +149,8 @@ def test_outputs_list_real_hands_only(tmp_path):
 
     plain, padded = game("river", 0, pad=False), game("river", 0)
     H = plain.num_hands
-    a = cfrjax.solve(plain, cfrjax.init(plain, dtype="float64"), 12)
-    b = cfrjax.solve(padded, cfrjax.init(padded, dtype="float64"), 12)
+    a = cfrjax.solve(plain, cfrjax.init(plain, dtype="float64"), ITERS)
+    b = cfrjax.solve(padded, cfrjax.init(padded, dtype="float64"), ITERS)
     pa, pb = cfrjax.average_policy(plain, a), cfrjax.average_policy(padded, b)
     assert policy_dict(padded, pb) == policy_dict(plain, pa)
     assert strategy_table(padded, pb) == strategy_table(plain, pa)
@@ -200,12 +203,12 @@ def test_cli_show_lists_real_hands_only(tmp_path, capsys):
                     f'bet_fractions = [1.0]\npad_hands = true\n[ranges]\nrange0 = "{r0}"\nrange1 = "{r1}"\n')
     padded, plain = cfrjax.load_game(str(path)), game("river", 0, pad=False)
     assert padded.num_hands > plain.num_hands and padded.labels.fingerprint == game("river", 0).labels.fingerprint
-    state = cfrjax.solve(padded, cfrjax.init(padded, dtype="float64"), 12)
+    state = cfrjax.solve(padded, cfrjax.init(padded, dtype="float64"), ITERS)
     ckpt, out_csv = str(tmp_path / "s.ckpt"), str(tmp_path / "r.csv")
     cfrjax.save_checkpoint(ckpt, padded, state)
     assert cli.main(["show", str(path), "k", "--checkpoint", ckpt, "--csv", out_csv, "--all"]) == 0
     capsys.readouterr()
-    want = node_report(plain, cfrjax.solve(plain, cfrjax.init(plain, dtype="float64"), 12), "k")
+    want = node_report(plain, cfrjax.solve(plain, cfrjax.init(plain, dtype="float64"), ITERS), "k")
     with open(out_csv, newline="") as f:
         table = list(csv.reader(f))[1:]
     live = np.flatnonzero(~np.isnan(want.equity[0]))

@@ -168,7 +168,9 @@ def set_root_ranges(game, range0, range1):
     if not isinstance(game, CompiledGame):
         from cfrjax.public.passes import set_ranges
         hands = np.asarray(game.labels.hands)
-        pad = lambda w, xp: xp.pad(w, [(0, game.num_hands - hands.size)] + [(0, 0)] * (w.ndim - 1))  # noqa: E731  (padding hands: 0)
+        def pad(w, xp):   # the padding hands (`pad_hands`, last) weigh 0
+            return xp.pad(w, [(0, game.num_hands - hands.size)] + [(0, 0)] * (w.ndim - 1))
+
         if concrete:
             _check_in_hand_list(game, w0, w1)
             _check_dealable(w0, w1, hands, hands, np.asarray(game.hand_cards)[:hands.size])

@@ -109,7 +109,7 @@ def hand_class(n: int) -> int:
     up to 8, above it `n` rounded up to a multiple of a quarter of the largest power of
     two below `n`: 1..8, 10, 12, 14, 16, 20, 24, 28, 32, 40, ..., 64, 80, 96, 112, 128,
     160, ...: four classes per power of two, each at most 1.25 times any count in it
-    (`n < class <= n - 1 + (n - 1) / 4`)."""
+    (`n <= class <= n - 1 + (n - 1) / 4` above 8)."""
     if isinstance(n, (bool, np.bool_)) or int(n) != n or n < 1:
         raise ValueError(f"hand_class takes a count >= 1, got {n!r}")
     n = int(n)
