@@ -178,6 +178,11 @@ def test_retarget_checkpoint_and_depth_on_padded_spots(tmp_path):
     assert not np.any(np.asarray(again.weights)[:, len(b.labels.hands):])
     np.testing.assert_allclose(float(again.norm), 0.5 * float(b.norm), rtol=1e-12)
     np.testing.assert_array_equal(cfrjax.poker.root_ranges(again)[1], r1)
+    # traced (a batch of ranges under vmap): the same weights
+    batch = jax.vmap(cfrjax.poker.set_root_ranges, (None, 0, 0), cfrjax.batch_axes(b))(
+        b, np.stack([r0 * 0.5, r0]), np.stack([r1, r1]))
+    np.testing.assert_array_equal(np.asarray(batch.weights)[0], np.asarray(again.weights))
+    np.testing.assert_array_equal(np.asarray(batch.weights)[1], np.asarray(b.weights))
     s = cfrjax.init(a, dtype="float64")
     cfrjax.save_checkpoint(tmp_path / "a.ckpt", a, s)
     cfrjax.load_checkpoint(tmp_path / "a.ckpt", a)

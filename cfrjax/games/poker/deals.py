@@ -168,6 +168,7 @@ def set_root_ranges(game, range0, range1):
     if not isinstance(game, CompiledGame):
         from cfrjax.public.passes import set_ranges
         hands = np.asarray(game.labels.hands)
+
         def pad(w, xp):   # the padding hands (`pad_hands`, last) weigh 0
             return xp.pad(w, [(0, game.num_hands - hands.size)] + [(0, 0)] * (w.ndim - 1))
 
