@@ -136,8 +136,11 @@ def _pad_hands(cfg: PokerSubgameSpec, hands, hand_cards, card_hands, weights, st
     card_hands [C, M_p], weights [2, H_p], strength [B, H_p], live [B, H_p])`, the
     padding hands `H..H_p-1` last, every real hand's entries as they were.
 
-    Why this is exact (padded results equal unpadded ones bit for bit on the real hands,
-    sums over all hands to rounding):
+    Why this is exact: every real hand's terms are the unpadded ones, the padding adds
+    exact zeros (below). Results are bit for bit the unpadded ones where the sums over the
+    hands run in hand order (the CPU's native update, `cfrjax.public.native`); where XLA
+    vectorises a sum over the hands (its own form, dense matrices) the unpadded list's
+    remainder is added in another order: equal to rounding (`docs/design/shapes.md`).
 
     * A padding hand has weight 0 and is dead on every board (`live` False, so
       `board_live` 0): its reach is 0 everywhere, so it adds exact zeros to every sum
