@@ -171,6 +171,20 @@ def test_outputs_list_real_hands_only(tmp_path):
         np.testing.assert_allclose(getattr(rb, f), getattr(ra, f), rtol=1e-12, equal_nan=True, err_msg=f)
 
 
+def test_locks_on_a_padded_spot():
+    """A locked information set (by key: a real hand) solves as on the unpadded spot."""
+    plain, padded = game("river", 0, pad=False), game("river", 0)
+    key = next(k for k, _, h in plain.labels.infoset_keys() if k.startswith("P0|") and plain.weights[0, h] > 0)
+    states = [cfrjax.lock(g, cfrjax.init(g, dtype="float64"), {key: [1.0, 0.0]}) for g in (plain, padded)]
+    assert not np.asarray(states[1].locked)[:, plain.num_hands:].any()
+    a, b = (cfrjax.solve(g, s, ITERS) for g, s in zip((plain, padded), states))
+    np.testing.assert_allclose(cfrjax.evaluate(padded, b), cfrjax.evaluate(plain, a), rtol=1e-12, atol=0)
+    sl, h = padded.infoset_index(key)
+    np.testing.assert_array_equal(np.asarray(cfrjax.average_policy(padded, b))[sl, h], [1.0, 0.0])
+    if native.available():   # bit for bit where the native update runs (`test_padding_changes_no_result`)
+        np.testing.assert_array_equal(np.asarray(b.regret)[:, :plain.num_hands], np.asarray(a.regret))
+
+
 def test_retarget_checkpoint_and_depth_on_padded_spots(tmp_path):
     """`set_root_ranges` on a padded spot equals the padded spot built with those ranges
     (and reads back); a checkpoint of one spot is refused for another of its class; a
