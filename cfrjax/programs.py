@@ -92,7 +92,7 @@ def _plain(x):
     if isinstance(x, dict):
         return ("dict",) + tuple((_plain(k), _plain(v)) for k, v in sorted(x.items(), key=lambda kv: repr(kv[0])))
     if isinstance(getattr(x, "fingerprint", None), str):   # labels: compared by their digest, as jit does
-        return ("fp", type(x).__module__, type(x).__qualname__, x.fingerprint)
+        return ("fp", type(x).__module__, type(x).__qualname__, getattr(x, "compare_key", x.fingerprint))
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return (("dc", type(x).__module__, type(x).__qualname__)
                 + tuple((f.name, _plain(getattr(x, f.name))) for f in dataclasses.fields(x)))

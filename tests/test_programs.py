@@ -98,7 +98,10 @@ def test_key_follows_what_decides_the_program(monkeypatch):
     assert programs.key(fun, {"iterations": 5}, ((g, cfrjax.init(g, dtype="float64")), {})) != k   # dtypes
     assert programs.key(fun, {"iterations": 5}, ((g, cfrjax.init(g, rule="cfr+", dtype="float32")), {})) != k
     other = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=4), hands="range")
-    assert programs.key(fun, {"iterations": 5}, ((other, s), {})) != k     # another tree or hand list
+    assert other.labels.fingerprint != g.labels.fingerprint and other.num_hands == g.num_hands
+    assert programs.key(fun, {"iterations": 5}, ((other, s), {})) == k     # other hands, same shapes: one program
+    other = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=14, seed=3), hands="range")
+    assert programs.key(fun, {"iterations": 5}, ((other, s), {})) != k     # another hand count
     with jax.enable_x64(False):
         assert programs.key(fun, {"iterations": 5}, ((g, s), {})) != k
     xla = cfrjax.plan.use(g, "xla")                                        # another plan

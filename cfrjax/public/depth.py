@@ -261,7 +261,7 @@ def cut(game: PublicGame, leaf: LeafFunction, inputs: dict) -> PublicGame:
         node_codes=tuple(lb.node_codes[i] for i in keep), node_player=tuple(lb.node_player[i] for i in keep),
         action_names=tuple(lb.action_names[i] for i in keep), node_dealt=tuple(lb.node_dealt[i] for i in keep),
         node_committed=None if lb.node_committed is None else lb.node_committed[keep],
-        node_slot_start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+        node_slot_start=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), cache_key="")
     data = {k: inputs[k] for k in _INPUTS}
     data["data"] = leaf.data
     return dataclasses.replace(

@@ -99,12 +99,16 @@ class _DeferredField:
 class PublicLabels:
     """Names behind the public tree, kept out of the hot path.
 
-    Compared and hashed by `fingerprint` (a digest of the tree, the hand list and the
-    board data, not of the ranges), so re-targeted games share their executables.
+    Compared and hashed by `cache_key` where set, else by `fingerprint`: they are jit's
+    cache key of a game's static metadata, so re-targeted games (and, with a `cache_key`,
+    every spot of one shape class) share their executables. Nothing traced reads the
+    per-spot names, hands or board; a jitted function that returns a game would hand
+    back the labels of the first game of its class, so such functions return arrays.
 
     Attributes:
       name: the game's name.
-      fingerprint: hex digest (see above).
+      fingerprint: hex digest of the tree, the hand list and the board data (not of the
+        ranges): what a checkpoint or policy file is checked against, distinct per spot.
       source: provenance, JSON-able, e.g. `{"poker": {..., "form": "public"}}`.
       payoff_offset: added to player 0's value when reporting it (0 for poker).
       node_codes: `[I]` public sequence code of each decision node (`"k.b10"`,
@@ -120,6 +124,17 @@ class PublicLabels:
       node_committed: `[I, 2]` chips each player has put in during the subgame at each
         decision node (beyond the `pot / 2` counted as already in; NumPy float64), or
         `None` where unknown; `cfrjax.public.report` adds it to the values it reports.
+      cache_key: for a spot built with `pad_hands`, hex digest of what a compiled program
+        may depend on (the tree's index arrays, the padded hand count and table width),
+        the same for every spot of one shape class (`build_public`,
+        `docs/design/shapes.md`); else `""` (compared by `fingerprint`, per spot). Under a
+        `cache_key` a jitted function that returns a game hands back the labels of the
+        first spot of its class (jit caches its output's structure): the library's jitted
+        functions return arrays, never games.
+
+    `hands`, `hand_names` and `hand_cards` list the real hands only: a spot built with
+    `pad_hands` has `PublicGame.num_hands` columns, its padding hands last (indices
+    `len(hands)..`), which no label, table or export names.
 
     The per-node fields (`node_codes`, `node_player`, `action_names`, `node_dealt`,
     `node_slot_start`, `node_committed`) may be given as one `Deferred`: a flop's hundreds
@@ -139,6 +154,12 @@ class PublicLabels:
     hand_names: tuple = _DeferredField()
     hand_cards: np.ndarray = _DeferredField()
     node_committed: np.ndarray | None = _DeferredField(None)
+    cache_key: str = ""
+
+    @property
+    def compare_key(self) -> str:
+        """What the labels compare and hash by (`cache_key`, else `fingerprint`)."""
+        return self.cache_key or self.fingerprint
 
     def __getstate__(self):   # pickled with every field computed (a `Deferred` holds a closure)
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -148,10 +169,10 @@ class PublicLabels:
             object.__setattr__(self, k, v)
 
     def __eq__(self, other):
-        return isinstance(other, PublicLabels) and other.fingerprint == self.fingerprint
+        return isinstance(other, PublicLabels) and other.compare_key == self.compare_key
 
     def __hash__(self):
-        return hash(self.fingerprint)
+        return hash(self.compare_key)
 
     @functools.cached_property
     def _code_index(self) -> dict:

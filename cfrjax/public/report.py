@@ -289,7 +289,8 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     i = decision_node(game, node)
     board, n = _public_node(game, i)
     chance = 1.0 if board is None else 1.0 / _chance_count(game)
-    reach, values, mass, diff = (np.asarray(x, np.float64) for x in _node_arrays(
+    real = len(labels.hand_names)   # the hands the labels list (padding hands, `pad_hands`, last: left out)
+    reach, values, mass, diff = (np.asarray(x, np.float64)[:, :real] for x in _node_arrays(
         game, policy, np.int32(0 if board is None else board), np.int32(n), np.bool_(board is None)))
     if board is None and game.dealt:   # the mean over the 44 river cards live for each pair of hands
         diff = diff / _chance_count(game)
@@ -301,7 +302,7 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     ev = np.where(alive, values * norm / (chance * safe) + stake, np.nan)
     equity = np.where(alive, 0.5 + 0.5 * diff / safe, np.nan)
     sl = labels.node_slots(i)
-    strategy = np.asarray(policy[sl], np.float64).T.copy()                               # [H, A]
+    strategy = np.asarray(policy[sl], np.float64).T[:real].copy()                        # [H, A]
     strategy[~labels.live_hands(i)] = np.nan
     poker = dict(labels.source.get("poker", {}))
     meta = {"fingerprint": labels.fingerprint, **{k: poker[k] for k in ("board", "pot", "behind", "stack", "street")

@@ -114,6 +114,13 @@ class PokerSubgameSpec:
         every vector and the memory plan scale with the ranges; `"all"` every combo the
         board does not block (1,081 on a river, 1,128 on a turn, 1,176 on a flop), for
         re-targeting arbitrary ranges (`set_root_ranges`) without rebuilding.
+      pad_hands: pad the public form's hand list (and the most hands holding one card)
+        to its size class (`cfrjax.games.poker.public_tree.hand_class`, at most 1.25x) with
+        hands of zero weight, so that spots of one betting tree and street whose ranges
+        fall in one class have the same shapes and share their compiled programs
+        (`build_public`; no result changes). Off by default: the `[S, H]` arrays then
+        have one column per real hand. Ignored with `hands = "all"` (its count is
+        already the same on every board of a street).
     """
 
     board: Any
@@ -132,6 +139,7 @@ class PokerSubgameSpec:
     source: Any = None
     betting: Any = None
     hands: str = "range"
+    pad_hands: bool = False
     behind: dataclasses.InitVar[float | None] = None
     effective_stack: float = dataclasses.field(init=False, compare=False)
 
@@ -208,6 +216,9 @@ class PokerSubgameSpec:
         if not isinstance(self.hands, str) or self.hands not in HAND_LISTS:
             raise PokerSpecError(f"hands {self.hands!r} is not a hand list; allowed: "
                                  f"{', '.join(map(repr, HAND_LISTS))} (the ranges' hands, or every live combo)")
+        if not isinstance(self.pad_hands, (bool, np.bool_)):
+            raise PokerSpecError(f"pad_hands {self.pad_hands!r} must be true or false")
+        object.__setattr__(self, "pad_hands", bool(self.pad_hands))
         if self.random_hands is not None:
             if self.range0 is not None or self.range1 is not None:
                 raise PokerSpecError("give either random_hands or explicit ranges (range0/range1), not both")

@@ -168,11 +168,15 @@ def set_root_ranges(game, range0, range1):
     if not isinstance(game, CompiledGame):
         from cfrjax.public.passes import set_ranges
         hands = np.asarray(game.labels.hands)
+
+        def pad(w, xp):   # the padding hands (`pad_hands`, last) weigh 0
+            return xp.pad(w, [(0, game.num_hands - hands.size)] + [(0, 0)] * (w.ndim - 1))
+
         if concrete:
             _check_in_hand_list(game, w0, w1)
-            _check_dealable(w0, w1, hands, hands, np.asarray(game.hand_cards))
-            return set_ranges(game, w0[hands], w1[hands])
-        return set_ranges(game, jnp.asarray(range0)[hands], jnp.asarray(range1)[hands])
+            _check_dealable(w0, w1, hands, hands, np.asarray(game.hand_cards)[:hands.size])
+            return set_ranges(game, pad(w0[hands], np), pad(w1[hands], np))
+        return set_ranges(game, pad(jnp.asarray(range0)[hands], jnp), pad(jnp.asarray(range1)[hands], jnp))
     h0, h1 = _cached_root_deals(game)
     if concrete:
         for p, w in enumerate((w0, w1)):
@@ -203,7 +207,7 @@ def root_ranges(game) -> tuple[np.ndarray, np.ndarray]:
                          "probabilities of its deals, not the two ranges (load the spec with form='public')")
     hands = np.asarray(game.labels.hands)
     out = np.zeros((2, NUM_COMBOS))
-    out[:, hands] = np.asarray(game.weights, np.float64)
+    out[:, hands] = np.asarray(game.weights, np.float64)[:, :hands.size]   # padding hands (`pad_hands`) last
     return out[0], out[1]
 
 

@@ -43,6 +43,9 @@ def leaf_inputs(whole: PublicGame) -> dict:
     board = np.asarray(meta["board_cards"], np.int64)
     B, R = cards.size, committed.size
     hands = np.asarray(whole.labels.hands, np.int64)
+    if hands.size != whole.num_hands:
+        raise PokerSpecError(f"{whole.name}: a depth-limited solve needs the spot built without padding hands "
+                             f"(pad_hands = false), not {whole.num_hands} hands for {hands.size}")
     boards = np.concatenate([np.broadcast_to(board, (B, board.size)), cards[:, None]], axis=1)   # [B, n]
     position = np.empty((B, hands.size), np.int64)
     for b in range(B):

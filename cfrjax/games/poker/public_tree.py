@@ -13,7 +13,10 @@ only (checked against the independent brute-force evaluator of the tests).
   combo not blocked by the board (1,081 on a river, 1,128 on a turn, 1,176 on a flop),
   fixed per board so that new ranges (`set_root_ranges`) never change a shape (weights
   may be 0). Card removal is exact either way: a hand outside the list has weight 0 in
-  both ranges, so it adds nothing to any sum over opponent hands.
+  both ranges, so it adds nothing to any sum over opponent hands. With `pad_hands` the
+  list (and `card_hands`' width) is padded to its size class (`hand_class`,
+  `_pad_hands`) so that spots of one shape class share their compiled programs
+  (`docs/design/shapes.md`).
 * **Tree.** The street's public betting tree; every street end before the river is a
   chance node with one child per card not on the board, followed by the next street's
   betting tree (after a called all-in, no more betting: the cards still to come, then a
@@ -60,12 +63,15 @@ from cfrjax.public import showdown_kernel, spot_kernel, terminals as pt
 from cfrjax.public.game import TERMINAL_MODES, Deferred, PublicGame, PublicLabels
 from cfrjax.spec import CHANCE, TERMINAL
 
-__all__ = ["DENSE_LIMIT_BYTES", "build_public", "check_public_fits", "public_hands", "public_plan", "public_shapes"]
+__all__ = ["DENSE_LIMIT_BYTES", "build_public", "check_public_fits", "hand_class", "public_hands", "public_plan",
+           "public_shapes"]
 
 #: Under `terminals="auto"` the dense matrices are built (for accelerators) only below this size.
 DENSE_LIMIT_BYTES = 2 * 2 ** 30
 #: Live turn cards below a flop for any deal of two hands: 52 - 3 board - 4 hole cards.
 FLOP_TURN_CARDS = 45
+#: Index leaves that differ between spots of one shape class (left out of `PublicLabels.cache_key`).
+_PER_SPOT = ("hand_cards", "card_hands", "sd_sorted", "sd_card_sorted", "sd_index", "trunk_dealt")
 
 def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
     """`[H]` the hand list (ascending combo indices) of `hands`: `None` (the spec's own
@@ -96,6 +102,77 @@ def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
     if out.size == 0:
         raise PokerSpecError("the hand list is empty")
     return out
+
+
+def hand_class(n: int) -> int:
+    """The padded size class of a count `n >= 1` (`PokerSubgameSpec.pad_hands`): `n` itself
+    up to 8, above it `n` rounded up to a multiple of a quarter of the largest power of
+    two below `n`: 1..8, 10, 12, 14, 16, 20, 24, 28, 32, 40, ..., 64, 80, 96, 112, 128,
+    160, ...: four classes per power of two, each at most 1.25 times any count in it
+    (`n <= class <= n - 1 + (n - 1) / 4` above 8)."""
+    if isinstance(n, (bool, np.bool_)) or int(n) != n or n < 1:
+        raise ValueError(f"hand_class takes a count >= 1, got {n!r}")
+    n = int(n)
+    if n <= 8:
+        return n
+    step = 1 << ((n - 1).bit_length() - 3)
+    return -(-n // step) * step
+
+
+def _padded_sizes(cfg: PokerSubgameSpec, hands, H: int, M: int) -> tuple:
+    """`(H_p, M_p)`: the hand count and table width (`card_table`'s `M`, the most hands
+    holding one card) a spot with `H` hands and width `M` is built with: their classes
+    (`hand_class`; `M_p` at most the cards off the board but one, every hand a card can
+    be in) under `cfg.pad_hands` except for the `"all"` hand list (`hands`, as
+    `public_hands` takes it), else `(H, M)`."""
+    listed = cfg.hands if hands is None else hands
+    if not cfg.pad_hands or (isinstance(listed, str) and listed == "all"):
+        return H, M
+    return hand_class(H), min(hand_class(M), NUM_CARDS - cfg.board_cards.size - 1)
+
+
+def _pad_hands(cfg: PokerSubgameSpec, hands, hand_cards, card_hands, weights, strength, live) -> tuple:
+    """The hand arrays padded to the spot's class (`_padded_sizes`): `(hand_cards [H_p, 2],
+    card_hands [C, M_p], weights [2, H_p], strength [B, H_p], live [B, H_p])`, the
+    padding hands `H..H_p-1` last, every real hand's entries as they were.
+
+    Why this is exact: every real hand's terms are the unpadded ones, the padding adds
+    exact zeros (below). Results are bit for bit the unpadded ones where the sums over the
+    hands run in hand order (the CPU's native update, `cfrjax.public.native`); where XLA
+    vectorises a sum over the hands (its own form, dense matrices) the unpadded list's
+    remainder is added in another order: equal to rounding (`docs/design/shapes.md`).
+
+    * A padding hand has weight 0 and is dead on every board (`live` False, so
+      `board_live` 0): its reach is 0 everywhere, so it adds exact zeros to every sum
+      over opponent hands, and its own values are masked.
+    * Its cards are two cards of the board (`hand_cards`), which no real hand holds, and
+      it is listed in no card's row of `card_hands` (the real hands' table, widened with
+      the padding index `H_p`, which the terminal passes read as a zero row): the
+      per-card sums of the real cards, and so every real hand's card-removal terms, are
+      the unpadded ones term by term. The board cards' rows hold the padding index only
+      (sum 0), so a padding hand's own compatible sum is the total: finite, as every
+      index it gathers stays in its table (native and CUDA kernels read these tables
+      unchecked).
+    * Its strength is above every real hand's on every board, so the showdown sort puts
+      the padding hands last: each real hand's counts of weaker and not stronger hands
+      (`sd_index`), and the prefix sums below them, are the unpadded ones.
+    * The normaliser is the caller's, computed before padding (`range_weights` of the
+      real hands).
+    """
+    H, M = hand_cards.shape[0], card_hands.shape[1]
+    Hp, Mp = _padded_sizes(cfg, hands, H, M)
+    if (Hp, Mp) == (H, M):
+        return hand_cards, card_hands, weights, strength, live
+    pad = Hp - H
+    board = cfg.board_cards
+    hand_cards = np.concatenate([hand_cards, np.broadcast_to(board[:2].astype(hand_cards.dtype), (pad, 2))])
+    card_hands = np.pad(np.where(card_hands == H, Hp, card_hands), ((0, 0), (0, Mp - M)),
+                        constant_values=Hp).astype(card_hands.dtype)
+    weights = np.pad(weights, ((0, 0), (0, pad)))
+    top = strength.max(initial=0) + 1
+    strength = np.concatenate([strength, np.full((strength.shape[0], pad), top, strength.dtype)], axis=1)
+    live = np.pad(live, ((0, 0), (0, pad)))
+    return hand_cards, card_hands, weights, strength, live
 
 
 # ----------------------------------------------------------------------------------------
@@ -451,7 +528,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
       hands: the hand list (`public_hands`): `None` (the spec's `config.hands`, by
         default `"range"`), `"range"` (the ranges' hands), `"all"` (every combo not
         blocked by the board), or an iterable of combos (names or ids) covering the
-        ranges' hands.
+        ranges' hands. `config.pad_hands` pads it to its class (`_pad_hands`): then
+        `num_hands` is the padded count, the labels list the real hands.
       terminals: `"auto"` (sorted on CPU; on accelerators dense when the dense matrices
         take at most `dense_limit_bytes`, else sorted; sorted for several boards where
         the showdown kernel runs, `cfrjax.public.showdown_kernel.available`), `"sorted"`
@@ -572,21 +650,25 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
 
     card_hands = pt.card_table(hand_cards)
     weights, norm = public_passes.range_weights(hand_cards, card_hands, *weights.astype(fdt), xp=np)
+    real_cards = hand_cards
+    hand_cards, card_hands, weights, strength, live = _pad_hands(cfg, hand_list, hand_cards, card_hands, weights,
+                                                                 strength, live)
+    Hp = hand_cards.shape[0]
     # The showdown tables, a chunk of boards at a time into the final arrays.
     C, Mc = card_hands.shape
-    tables = {"sd_sorted": aligned_empty((B, H), np.int32), "sd_card_sorted": aligned_empty((B, C, Mc), np.int32),
-              "sd_index": aligned_empty((B, H, 6), np.int32)}
-    step = max(1, _TABLE_CHUNK // H)
+    tables = {"sd_sorted": aligned_empty((B, Hp), np.int32), "sd_card_sorted": aligned_empty((B, C, Mc), np.int32),
+              "sd_index": aligned_empty((B, Hp, 6), np.int32)}
+    step = max(1, _TABLE_CHUNK // Hp)
     for lo in range(0, B, step):
         pt.showdown_tables(strength[lo:lo + step], hand_cards, card_hands,
                            out={k: v[lo:lo + step] for k, v in tables.items()})
-    board_live = aligned_empty((B, H), fleaf)
+    board_live = aligned_empty((B, Hp), fleaf)
     board_live[...] = live
     dense = None
     # Several boards (a turn's river cards) on an NVIDIA GPU: every board's showdowns run as
     # one launch of the sorted showdown kernel, faster than the matrices and without their
     # memory.
-    if _builds_dense(terminals, B, H, dense_limit_bytes):
+    if _builds_dense(terminals, B, Hp, dense_limit_bytes):
         dense = pt.dense_tables(strength, hand_cards, live)
 
     index_arrays = dict(
@@ -615,12 +697,19 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         "board_live": chunked(live, np.float64), "slot_uniform": Chunked(np.float64, (S,), uniform64),
         "hands": hands, "strength": chunked(strength, np.int64),
         "levels": np.array(trunk.levels + (-1,) + forest.levels)})
+    # With `pad_hands`, the jit cache key of the labels: the tree's index arrays without the
+    # per-spot ones (hands, cards, showdown order, a flop's turn cards), with the padded sizes.
+    # Without it the labels compare by `digest`, per spot (`PublicLabels.cache_key`).
+    cache_key = "" if not cfg.pad_hands else fingerprint({
+        **{k: v for k, v in index_arrays.items() if k not in _PER_SPOT},
+        "sizes": np.array([Hp, card_hands.shape[1], B, cfg.raked], np.int64),
+        "levels": np.array(trunk.levels + (-1,) + forest.levels)})
     float_arrays.update(board_live=board_live, slot_uniform=slot_uniform)
     del strength, live
     meta = {
         "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack, "behind": cfg.effective_stack,
         **cfg.betting_meta(), "random_hands": cfg.random_hands, "seed": cfg.seed,
-        "form": "public", "hands": int(H), "hand_list": hand_list, "boards": int(B),
+        "form": "public", "hands": int(H), "padded_hands": int(Hp), "hand_list": hand_list, "boards": int(B),
         "public_nodes": int(n1 + B * forest.size),
         "decision_nodes": int(I), "terminals": terminals,
         "support": [int(np.count_nonzero(weights[0] > 0)), int(np.count_nonzero(weights[1] > 0))],
@@ -642,7 +731,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         name=cfg.name, fingerprint=digest, source={"poker": meta, "key_fields": list(KEY_FIELDS)},
         payoff_offset=0.0, node_codes=per_node, node_player=per_node, action_names=per_node,
         node_dealt=per_node, node_slot_start=per_node, hands=hands.copy(),
-        hand_names=tuple(combo_str(h) for h in hands), hand_cards=hand_cards.copy(), node_committed=per_node)
+        hand_names=tuple(combo_str(h) for h in hands), hand_cards=real_cards.copy(), node_committed=per_node,
+        cache_key=cache_key)
 
     leaves = {k: device_array(v, jnp.int32) for k, v in index_arrays.items()}
     leaves.update({k: device_array(v, fdt) for k, v in float_arrays.items()})
@@ -652,7 +742,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         leaves["dense_compat"] = device_array(dense[1])
     game = PublicGame(
         **leaves, weights=device_array(weights, fdt), norm=device_array(norm, fdt),
-        num_nodes=int(n1 + B * forest.size), num_slots=int(S), num_infosets=int(I), num_hands=int(H),
+        num_nodes=int(n1 + B * forest.size), num_slots=int(S), num_infosets=int(I), num_hands=int(Hp),
         num_boards=int(B), trunk_levels=trunk.levels if n1 else (), trunk_fanout=trunk.fanout if n1 else (),
         trunk_level_terms=trunk.terms if n1 else (),
         forest_levels=forest.levels, forest_fanout=forest.fanout, forest_level_terms=forest.terms,
@@ -693,8 +783,8 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
     fdt = jnp.dtype(jax.dtypes.canonicalize_dtype(default_float_dtype() if dtype is None else dtype))
     i32 = jnp.dtype(jnp.int32)
     hand_ids = public_hands(config, hands)
-    H = int(hand_ids.size)
     M = max(1, int(np.bincount(COMBOS[hand_ids].ravel(), minlength=NUM_CARDS).max()))   # `card_table`'s width
+    H, M = _padded_sizes(config, hands, int(hand_ids.size), M)
     trunk, forest, root_chance, extra, groups, _, _, _ = _trunk_forest(config)
     B, n1, n2 = int(extra.shape[0]), trunk.size, forest.size
     t_sl = [int(_slots(trunk, p)[1].sum()) for p in (0, 1)]
