@@ -99,9 +99,12 @@ def test_key_follows_what_decides_the_program(monkeypatch):
     assert programs.key(fun, {"iterations": 5}, ((g, cfrjax.init(g, rule="cfr+", dtype="float32")), {})) != k
     other = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=12, seed=4), hands="range")
     assert other.labels.fingerprint != g.labels.fingerprint and other.num_hands == g.num_hands
-    assert programs.key(fun, {"iterations": 5}, ((other, s), {})) == k     # other hands, same shapes: one program
-    other = build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=14, seed=3), hands="range")
-    assert programs.key(fun, {"iterations": 5}, ((other, s), {})) != k     # another hand count
+    assert programs.key(fun, {"iterations": 5}, ((other, s), {})) != k     # another hand list, unpadded
+    padded = [build_public(PokerSubgameSpec(board="Ks Js Th 7d 2c", random_hands=n, seed=seed, pad_hands=True))
+              for n, seed in ((12, 3), (12, 4), (14, 3))]
+    kp = [programs.key(fun, {"iterations": 5}, ((p, cfrjax.init(p, dtype="float32")), {})) for p in padded]
+    assert padded[0].num_hands == padded[1].num_hands and kp[0] == kp[1]   # padded, one class: one program
+    assert padded[2].num_hands != padded[0].num_hands and kp[2] != kp[0]   # another class
     with jax.enable_x64(False):
         assert programs.key(fun, {"iterations": 5}, ((g, s), {})) != k
     xla = cfrjax.plan.use(g, "xla")                                        # another plan

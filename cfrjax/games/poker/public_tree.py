@@ -175,6 +175,38 @@ def _pad_hands(cfg: PokerSubgameSpec, hands, hand_cards, card_hands, weights, st
     return hand_cards, card_hands, weights, strength, live
 
 
+def _pad_tables(tables: dict, Hp: int, Mp: int) -> dict:
+    """The sorted-showdown tables of the real hands (`terminals.showdown_tables`: `H`
+    hands, table width `M`) as those of the padded list (`_pad_hands`: `Hp` hands, width
+    `Mp`), unchanged where nothing is padded.
+
+    The padding hands are the strongest and tie with each other, so they sort last: each
+    real hand's positions in the full order and in its cards' lists are the unpadded
+    ones. Only `sd_index`'s card columns move: they index the concatenation of `G [H + 1]`
+    and `-D_c [C, M + 1]`, so an offset `H + 1 + c (M + 1) + pos` becomes
+    `Hp + 1 + c (Mp + 1) + pos` (`pos <= M`: the padding adds zeros to each prefix sum). A
+    padding hand has `lt = H`, `le = Hp` and its card columns point at card 0's first
+    entry: in range, and its values are masked (it is dead on every board)."""
+    B, H = tables["sd_sorted"].shape
+    M = tables["sd_card_sorted"].shape[2]
+    if (Hp, M) == (H, Mp):
+        return tables
+    C = tables["sd_card_sorted"].shape[1]
+    out = {"sd_sorted": aligned_empty((B, Hp), np.int32), "sd_card_sorted": aligned_empty((B, C, Mp), np.int32),
+           "sd_index": aligned_empty((B, Hp, 6), np.int32)}
+    out["sd_sorted"][:, :H] = tables["sd_sorted"]
+    out["sd_sorted"][:, H:] = np.arange(H, Hp, dtype=np.int32)
+    cs = out["sd_card_sorted"]
+    cs[...] = Hp
+    cs[:, :, :M] = np.where(tables["sd_card_sorted"] == H, Hp, tables["sd_card_sorted"])
+    idx = out["sd_index"]
+    idx[:, :H, :2] = tables["sd_index"][..., :2]
+    card, pos = np.divmod(tables["sd_index"][..., 2:] - (H + 1), M + 1)
+    idx[:, :H, 2:] = Hp + 1 + card * (Mp + 1) + pos
+    idx[:, H:, 0], idx[:, H:, 1], idx[:, H:, 2:] = H, Hp, Hp + 1
+    return out
+
+
 # ----------------------------------------------------------------------------------------
 # The two stages: breadth-first arrays of a forest of street trees.
 
@@ -650,18 +682,20 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
 
     card_hands = pt.card_table(hand_cards)
     weights, norm = public_passes.range_weights(hand_cards, card_hands, *weights.astype(fdt), xp=np)
+    # The showdown tables of the real hands, a chunk of boards at a time into the final
+    # arrays; padded after (`_pad_tables`) where the spot pads its hands.
+    C, Mc = card_hands.shape
+    tables = {"sd_sorted": aligned_empty((B, H), np.int32), "sd_card_sorted": aligned_empty((B, C, Mc), np.int32),
+              "sd_index": aligned_empty((B, H, 6), np.int32)}
+    step = max(1, _TABLE_CHUNK // H)
+    for lo in range(0, B, step):
+        pt.showdown_tables(strength[lo:lo + step], hand_cards, card_hands,
+                           out={k: v[lo:lo + step] for k, v in tables.items()})
     real_cards = hand_cards
     hand_cards, card_hands, weights, strength, live = _pad_hands(cfg, hand_list, hand_cards, card_hands, weights,
                                                                  strength, live)
     Hp = hand_cards.shape[0]
-    # The showdown tables, a chunk of boards at a time into the final arrays.
-    C, Mc = card_hands.shape
-    tables = {"sd_sorted": aligned_empty((B, Hp), np.int32), "sd_card_sorted": aligned_empty((B, C, Mc), np.int32),
-              "sd_index": aligned_empty((B, Hp, 6), np.int32)}
-    step = max(1, _TABLE_CHUNK // Hp)
-    for lo in range(0, B, step):
-        pt.showdown_tables(strength[lo:lo + step], hand_cards, card_hands,
-                           out={k: v[lo:lo + step] for k, v in tables.items()})
+    tables = _pad_tables(tables, Hp, card_hands.shape[1])
     board_live = aligned_empty((B, Hp), fleaf)
     board_live[...] = live
     dense = None
@@ -709,11 +743,13 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     meta = {
         "street": cfg.street, "board": cfg.board, "pot": cfg.pot, "stack": cfg.stack, "behind": cfg.effective_stack,
         **cfg.betting_meta(), "random_hands": cfg.random_hands, "seed": cfg.seed,
-        "form": "public", "hands": int(H), "padded_hands": int(Hp), "hand_list": hand_list, "boards": int(B),
+        "form": "public", "hands": int(H), "hand_list": hand_list, "boards": int(B),
         "public_nodes": int(n1 + B * forest.size),
         "decision_nodes": int(I), "terminals": terminals,
         "support": [int(np.count_nonzero(weights[0] > 0)), int(np.count_nonzero(weights[1] > 0))],
     }
+    if cfg.pad_hands:
+        meta["padded_hands"] = int(Hp)
     if cfg.raked:   # JSON-able: no cap is null
         meta["rake"] = {"rate": cfg.rake_rate, "cap": cfg.rake_cap if np.isfinite(cfg.rake_cap) else None}
     meta["board_cards"] = [int(c) for c in board]
