@@ -1,7 +1,7 @@
 """The `cfrjax` command line (thin: parses, calls the public API, prints).
 
     cfrjax solve GAME [--iterations N | --target X|X% [--max-iterations N]] [--rule R] [--order ...]
-                      [--averaging uniform|linear] [--dtype float32|float64] [--hands range|all]
+                      [--averaging uniform|linear] [--dtype float32|float64] [--hands range|all|player]
                                    --target: stop at the first evaluation at or below X
                                    (the game's unit, e.g. 0.001) or X% of a poker spot's
                                    starting pot (e.g. 0.5%), --max-iterations the cap
