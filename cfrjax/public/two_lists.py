@@ -199,21 +199,19 @@ def player_game(game):
         plan=None)
 
 
-def player_shapes(leaves: dict, config, hands) -> tuple:
+def player_shapes(leaves: dict, weights, hand_cards) -> tuple:
     """`(leaves, (H_0, H_1))`: `cfrjax.games.poker.public_tree.public_shapes`' leaves
-    (`jax.ShapeDtypeStruct`s of the one-list game over `hands`, the ranges' union) as
-    `player_game` lays them out (`PublicGame.player_lists`), for the memory plan."""
+    (`jax.ShapeDtypeStruct`s of the one-list game, the ranges' union, whose hands have
+    `weights [2, H]` and `hand_cards [H, 2]`) as `player_game` lays them out
+    (`PublicGame.player_lists`), for the memory plan."""
     import jax
 
-    from cfrjax.games.poker.cards import COMBOS
-
-    w = np.stack(config.ranges())[:, hands]
-    idx = player_lists(w)
+    idx = player_lists(weights)
     W = max(i.size for i in idx)
-    cards = np.asarray(COMBOS)[hands]
-    M = max(max(1, int(np.bincount(cards[i].ravel(), minlength=52).max(initial=0))) for i in idx)
     B = leaves["board_live"].shape[0]
     C = leaves["card_hands"].shape[0]
+    cards = np.asarray(hand_cards)
+    M = max(max(1, int(np.bincount(cards[i].ravel(), minlength=C).max(initial=0))) for i in idx)
     shapes = dict(hand_cards=(2, W, 2), card_hands=(2, C, M), same_hand=(2, W), sd_sorted=(B, 2, W),
                   sd_card_sorted=(B, 2, C, M), sd_index=(B, 2, W, 6), board_live=(B, 2, W), weights=(2, W))
     out = {k: v for k, v in leaves.items() if k not in ("card_matrix", "dense_showdown", "dense_compat")}

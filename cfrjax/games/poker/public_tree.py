@@ -623,7 +623,7 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
     lists = ()
     if (config.hands if hands is None else hands) == "player":
         from cfrjax.public.two_lists import player_shapes
-        leaves, lists = player_shapes(leaves, config, hand_ids)
+        leaves, lists = player_shapes(leaves, np.stack(config.ranges())[:, hand_ids], COMBOS[hand_ids])
         H = leaves["weights"].shape[1]
     return PublicGame(
         **leaves, num_nodes=n1 + B * n2, num_slots=S, num_infosets=I, num_hands=H, num_boards=B, player_lists=lists,
