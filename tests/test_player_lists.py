@@ -143,6 +143,33 @@ def test_river_and_turn_equal_union_list(spot, rule, order, iterations):
     assert_forms_agree(per, uni, ps, us)
 
 
+def test_raked_river_equals_union_list():
+    """A raked spot (per-player fold payoffs, the showdown's rake times the compatible
+    reach): each player's own values, so not zero-sum (the regrets carry them; the
+    evaluations' programs are the unraked case's but for those terms)."""
+    spot = dataclasses.replace(RIVER_SPOT, rake_rate=0.05, rake_cap=3.0)
+    per, uni, ps, us = _solve_both(spot, "dcfr", "alternating", 6)
+    assert per.raked
+    assert_forms_agree(per, uni, ps, us, evaluate=False)
+
+
+def test_batch_of_ranges_equals_one_by_one():
+    """Ranges re-targeted within the lists under `vmap` (`batch_axes`) solve as a batch,
+    each subgame as the game re-targeted alone (`solve_batch`)."""
+    per, _ = _games(RIVER_SPOT)
+    w0, w1 = cfrjax.poker.root_ranges(per)
+    r0 = np.stack([w0, w0 * np.linspace(0.3, 1.0, w0.size)])
+    r1 = np.stack([w1 * np.linspace(1.0, 0.5, w1.size), w1])
+    games = jax.vmap(cfrjax.poker.set_root_ranges, (None, 0, 0), cfrjax.batch_axes(per))(per, r0, r1)
+    kw = dict(rule="dcfr", order="alternating", dtype="float64")
+    states = jax.vmap(lambda _: cfrjax.init(per, **kw))(np.arange(2))
+    out = cfrjax.solve_batch(games, states, 4)
+    for b in range(2):
+        one = cfrjax.poker.set_root_ranges(per, r0[b], r1[b])
+        alone = cfrjax.solve(one, cfrjax.init(per, **kw), 4)
+        np.testing.assert_allclose(np.asarray(out.regret[b]), np.asarray(alone.regret), rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("order", cases(list(ORDERS), ["simultaneous"]))
 def test_reduced_flop_equals_union_list(order):
     """A flop: turn cards dealt in the trunk (per-player dead hands there), 49 x 48 boards

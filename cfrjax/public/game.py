@@ -363,9 +363,15 @@ class PublicGame:
 
     #: Re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one game's leaf.
     RETARGETABLE = {"weights": 2, "norm": 0}
-    #: Index leaves a batch of river spots may also carry per subgame (one board each:
-    #: `cfrjax.games.poker.boards.set_boards`): name -> dimensions of one game's leaf.
-    BOARD_TABLES = {"sd_sorted": 2, "sd_card_sorted": 3, "sd_index": 3}
+    _BOARD_TABLES = {"sd_sorted": 2, "sd_card_sorted": 3, "sd_index": 3}
+
+    @property
+    def BOARD_TABLES(self) -> dict:   # noqa: N802 (the constant's name, kept)
+        """Index leaves a batch of river spots may also carry per subgame (one board each:
+        `cfrjax.games.poker.boards.set_boards`): name -> dimensions of one game's leaf;
+        none where each player has its own hand list (`player_lists`: boards as data take
+        one list, and its per-lane tables have a dimension more)."""
+        return {} if self.player_lists else self._BOARD_TABLES
 
     def __post_init__(self):
         if self.reduction not in REDUCTIONS:
