@@ -25,9 +25,11 @@ call `lane_fold_compat` / `lane_showdown_diff` at its terminals (the XLA passes 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 
 import numpy as np
+
+from cfrjax.deck import NUM_CARDS
+from cfrjax.game import fingerprint
 
 from cfrjax.public.terminals import _showdown_sorted_hm, card_table, compat_sums, showdown_tables
 
@@ -123,7 +125,7 @@ def _lane_tables(strength, hand_cards, live, idx, W: int, M: int) -> dict:
     """Both lanes' terminal tables, padded to `W` hands and `M` hands per card (see
     `PublicGame.player_lists`); `strength [B, H]`, `hand_cards [H, 2]`, `live [B, H]` of the
     shared list, `idx` from `player_lists`."""
-    C = card_table(hand_cards[:1]).shape[0]
+    C = NUM_CARDS
     own_cards, own_card_hands, same, live_p = [], [], [], []
     sorted_l, card_sorted_l, index_l = [], [], []
     hc = [hand_cards[i] for i in idx]
@@ -182,8 +184,8 @@ def player_game(game):
     fdt = game.weights.dtype
     w = np.stack([_pad_rows(weights[p, idx[p]], W, 0, 0) for p in (0, 1)])
     hands = np.asarray(labels.hands)
-    digest = hashlib.sha256((labels.fingerprint + "|players|" + ",".join(
-        " ".join(map(str, hands[i].tolist())) for i in idx)).encode()).hexdigest()[:32]
+    digest = fingerprint({"union": np.frombuffer(labels.fingerprint.encode(), np.uint8),
+                          "hands0": hands[idx[0]], "hands1": hands[idx[1]]})
     source = dict(labels.source)
     poker = dict(source.get("poker", {}))
     poker.update(hand_list="player", hands=int(W), player_hands=[int(i.size) for i in idx])
