@@ -258,7 +258,8 @@ def test_set_root_ranges_within_each_list_and_outside(monkeypatch):
     cfrjax.poker.set_root_ranges(uni, outside, w1)      # the union list takes it
 
 
-@pytest.mark.parametrize("rule,order,donate", [("dcfr", "simultaneous", True), ("pcfr+", "alternating", False)])
+@pytest.mark.parametrize("rule,order,donate", cases([("dcfr", "simultaneous", True), ("pcfr+", "alternating", False)],
+                                                    [("dcfr", "simultaneous", True)], unpack=True))
 def test_memory_plan_of_two_lists(rule, order, donate):
     """`public_plan(hands="player")` is the built game's plan (from the spec alone),
     smaller than the union list's, and on CPU within 20% of XLA's buffer assignment of a
