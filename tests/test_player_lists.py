@@ -57,8 +57,8 @@ def _key_index(per, uni):
 def _hand_columns(per, uni):
     """Per player: its hands' columns in `per` and in `uni`."""
     names = list(uni.labels.hand_names)
-    return [(np.arange(len(per.labels.hand_names_of(p))), np.array([names.index(n) for n in per.labels.hand_names_of(p)]))
-            for p in (0, 1)]
+    own = [per.labels.hand_names_of(p) for p in (0, 1)]
+    return [(np.arange(len(o)), np.array([names.index(n) for n in o])) for o in own]
 
 
 @jax.jit
@@ -145,12 +145,13 @@ def test_river_and_turn_equal_union_list(spot, rule, order, iterations):
 
 def test_raked_river_equals_union_list():
     """A raked spot (per-player fold payoffs, the showdown's rake times the compatible
-    reach): each player's own values, so not zero-sum (the regrets carry them; the
-    evaluations' programs are the unraked case's but for those terms)."""
+    reach): each player's own values, so not zero-sum: the regrets, and `cfrjax.evaluate`'s
+    exploitability (best responses less the profile's values) and value."""
     spot = dataclasses.replace(RIVER_SPOT, rake_rate=0.05, rake_cap=3.0)
     per, uni, ps, us = _solve_both(spot, "dcfr", "alternating", 6)
     assert per.raked
     assert_forms_agree(per, uni, ps, us, evaluate=False)
+    np.testing.assert_allclose(cfrjax.evaluate(per, ps), cfrjax.evaluate(uni, us), rtol=1e-9, atol=1e-12)
 
 
 def test_batch_of_ranges_equals_one_by_one():
@@ -273,7 +274,8 @@ def test_memory_plan_of_two_lists(rule, order, donate):
     kw = dict(dtype="float32", order=order, rule=rule)
     before = public_plan(spec, hands="player", **{k: kw[k] for k in ("dtype", "order")})
     assert before.total_bytes == memory.memory_plan(game, dtype="float32", order=order).total_bytes
-    assert before.sizes["hands"] == game.num_hands == max(game.player_lists) < public_plan(spec, hands="range").sizes["hands"]
+    union_hands = public_plan(spec, hands="range").sizes["hands"]
+    assert before.sizes["hands"] == game.num_hands == max(game.player_lists) < union_hands
     union = public_plan(spec, hands="range", dtype="float32", order=order)
     assert before.group_bytes()["state"] < union.group_bytes()["state"]
     state = cfrjax.init(game, **kw)

@@ -118,8 +118,8 @@ class PublicLabels:
         if self.player_hands is None:
             return ((self.hand_names, np.asarray(self.hand_cards)),) * 2
         at = {int(h): i for i, h in enumerate(np.asarray(self.hands))}
-        return tuple((tuple(self.hand_names[at[int(h)]] for h in hs), np.asarray(self.hand_cards)[[at[int(h)] for h in hs]])
-                     for hs in self.player_hands)
+        rows = [[at[int(h)] for h in hs] for hs in self.player_hands]
+        return tuple((tuple(self.hand_names[i] for i in r), np.asarray(self.hand_cards)[r]) for r in rows)
 
     def hand_names_of(self, player: int) -> tuple:
         """`[H_p]` names of `player`'s hands (the shared list where there is one)."""

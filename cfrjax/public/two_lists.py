@@ -150,7 +150,8 @@ def _lane_tables(strength, hand_cards, live, idx, W: int, M: int) -> dict:
         index_l.append(_pad_rows(ix, W, 0, 1))
     return dict(hand_cards=np.stack(own_cards).astype(np.int32), card_hands=np.stack(own_card_hands).astype(np.int32),
                 same_hand=np.stack(same).astype(np.int32), board_live=np.stack(live_p, 1),
-                sd_sorted=np.stack(sorted_l, 1).astype(np.int32), sd_card_sorted=np.stack(card_sorted_l, 1).astype(np.int32),
+                sd_sorted=np.stack(sorted_l, 1).astype(np.int32),
+                sd_card_sorted=np.stack(card_sorted_l, 1).astype(np.int32),
                 sd_index=np.stack(index_l, 1).astype(np.int32))
 
 
@@ -257,7 +258,8 @@ def lane_fold_compat(game, reach, lanes):
     out = []
     for p in lanes:
         x, back = _hand_major(reach[:, 1 - p])
-        out.append(back(_own(game, p, compat_sums(x, game.hand_cards[p], game.card_hands[1 - p], same=game.same_hand[p]))))
+        c = compat_sums(x, game.hand_cards[p], game.card_hands[1 - p], same=game.same_hand[p])
+        out.append(back(_own(game, p, c)))
     return jnp.stack(out, axis=1)
 
 
