@@ -33,7 +33,7 @@ def fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool, values=None
     if compat is not None:
         return compat * lift(row, nd) * inv_z
     if game.player_lists:   # one hand list per player: the XLA sums across the two lists
-        return two_lists.lane_fold_compat(game, reach[nodes], lanes) * lift(row, nd) * inv_z
+        return two_lists.lane_fold_compat(game, reach[nodes], lanes, cpu) * lift(row, nd) * inv_z
     return terminals.fold_values(game, tree_passes.opponent(reach[nodes], lanes, 1), lift(row, nd), inv_z, cpu)
 
 
@@ -50,7 +50,7 @@ def showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool, diff=None
     if game.player_lists:   # one hand list per player: the XLA sums across the two lists
         own = reach[game.forest_showdown_node]
         diff = two_lists.lane_showdown_diff(game, board, own, lanes, cpu)
-        total = (lambda: two_lists.lane_fold_compat(game, own, lanes))      # noqa: E731
+        total = (lambda: two_lists.lane_fold_compat(game, own, lanes, cpu))      # noqa: E731
     else:
         opp = tree_passes.opponent(reach[game.forest_showdown_node], lanes, 1)
         total = (lambda: terminals.fold_compat(game, opp, cpu))              # noqa: E731

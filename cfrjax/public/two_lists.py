@@ -31,7 +31,7 @@ import numpy as np
 from cfrjax.deck import NUM_CARDS
 from cfrjax.game import fingerprint
 
-from cfrjax.public.terminals import _showdown_sorted_hm, card_table, compat_sums, showdown_tables
+from cfrjax.public.terminals import _materialise, _showdown_sorted_hm, card_table, compat_sums, showdown_tables
 
 __all__ = ["cross_tables", "fold_compat", "lane_fold_compat", "lane_showdown_diff", "player_game", "player_lists",
            "player_shapes",
@@ -249,15 +249,17 @@ def _hand_major(x):
     return moved.reshape((moved.shape[0], -1)), lambda y: jnp.moveaxis(y.reshape(moved.shape), 0, 1)
 
 
-def lane_fold_compat(game, reach, lanes):
+def lane_fold_compat(game, reach, lanes, cpu: bool):
     """`[T, L, H, *batch]`: per lane p of `lanes` the compatible reach of the opponent q
     (`reach [T, 2, H, *batch]`, both players' own reach at the terminals) for each hand of
-    p's list (`compat_sums` across the two lists)."""
+    p's list (`compat_sums` across the two lists; on CPU the reach written out first, as
+    `terminals.fold_compat` does)."""
     import jax.numpy as jnp
 
     out = []
     for p in lanes:
         x, back = _hand_major(reach[:, 1 - p])
+        x = _materialise(x) if cpu else x
         c = compat_sums(x, game.hand_cards[p], game.card_hands[1 - p], same=game.same_hand[p])
         out.append(back(_own(game, p, c)))
     return jnp.stack(out, axis=1)
@@ -266,12 +268,14 @@ def lane_fold_compat(game, reach, lanes):
 def lane_showdown_diff(game, board: dict, reach, lanes, cpu: bool):
     """`[K, L, H, *batch]`: per lane p of `lanes` the opponent's compatible reach with
     weaker minus stronger hands (`reach [K, 2, H, *batch]` both players' own reach at one
-    board's showdowns; `board`'s lane tables, `sd_sorted [2, H]`, ...)."""
+    board's showdowns; `board`'s lane tables, `sd_sorted [2, H]`, ...; on CPU the reach
+    written out first, as `terminals.showdown_diff` does)."""
     import jax.numpy as jnp
 
     out = []
     for p in lanes:
         x, back = _hand_major(reach[:, 1 - p])
+        x = _materialise(x) if cpu else x
         one = {k: board[k][p] for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
         out.append(back(_own(game, p, _showdown_sorted_hm(one, x, cpu, None))))
     return jnp.stack(out, axis=1)
