@@ -98,6 +98,12 @@ def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
     return out
 
 
+def _per_player(config: PokerSubgameSpec, hands) -> bool:
+    """Whether `hands` (`None`: the spec's) asks for one list per player (`"player"`)."""
+    hands = config.hands if hands is None else hands
+    return isinstance(hands, str) and hands == "player"
+
+
 # ----------------------------------------------------------------------------------------
 # The two stages: breadth-first arrays of a forest of street trees.
 
@@ -358,7 +364,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     if terminals not in TERMINAL_MODES:
         raise ValueError(f"unknown terminals {terminals!r}; allowed: {', '.join(map(repr, TERMINAL_MODES))}")
     cfg = config
-    if (cfg.hands if hands is None else hands) == "player":   # one list per player, from the ranges' union
+    if _per_player(cfg, hands):   # one list per player, from the ranges' union
         if terminals == "dense":
             raise ValueError("terminals='dense' is not built for hands='player' (sorted terminals only); "
                              "use terminals='auto' or 'sorted', or hands='range'")
@@ -621,7 +627,7 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
         leaves["dense_showdown"] = jax.ShapeDtypeStruct((B, H, H), dense_dt)
         leaves["dense_compat"] = jax.ShapeDtypeStruct((H, H), dense_dt)
     lists = ()
-    if (config.hands if hands is None else hands) == "player":
+    if _per_player(config, hands):
         from cfrjax.public.two_lists import player_shapes
         leaves, lists = player_shapes(leaves, np.stack(config.ranges())[:, hand_ids], COMBOS[hand_ids])
         H = leaves["weights"].shape[1]
