@@ -180,6 +180,22 @@ def test_reduced_flop_equals_union_list(order):
     assert_forms_agree(per, uni, ps, us, evaluate=order == "alternating")
 
 
+def test_accelerator_lowering_equals_union_list(monkeypatch):
+    """The passes as traced for an accelerator (JAX's default backend faked as a GPU:
+    boards `vmap`ped, pulled sums, `cumsum`; the union game then built with its dense
+    terminal matrices), run on the CPU: a turn spot against the union list. The games
+    carry the GPU plan (a static field), so nothing traced for the CPU is reused."""
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert not cfrjax.passes.traced_for_cpu()
+    per = use(build_public(TURN_SPOT, hands="player"), "auto", platform="gpu")
+    uni = use(build_public(TURN_SPOT, hands="range"), "auto", platform="gpu")
+    assert uni.dense_showdown is not None and per.dense_showdown is None
+    assert TWO_LISTS in per.plan.fallbacks and per.plan.platform == "gpu"
+    kw = dict(rule="cfr", order="simultaneous", dtype="float64")
+    ps, us = cfrjax.solve(per, cfrjax.init(per, **kw), 3), cfrjax.solve(uni, cfrjax.init(uni, **kw), 3)
+    assert_forms_agree(per, uni, ps, us)
+
+
 def test_plan_runs_the_xla_passes():
     """The plan of a per-player game is the XLA passes, saying so (`fallbacks`); a plan
     asking for the one-list kernels is refused in one line."""
