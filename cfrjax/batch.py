@@ -44,7 +44,7 @@ def retargetable(game) -> dict:
     (`cfrjax.forms`) and, for the public form, the per-board index tables
     (`PublicGame.BOARD_TABLES`: a batch of river spots on different boards); name ->
     dimensions of one game's leaf (without a batch axis)."""
-    return {**type(game).RETARGETABLE, **getattr(type(game), "BOARD_TABLES", {})}
+    return {**type(game).RETARGETABLE, **getattr(game, "BOARD_TABLES", {})}
 
 
 def batched_fields_of(games) -> tuple:

@@ -1,7 +1,7 @@
 """The `cfrjax` command line (thin: parses, calls the public API, prints).
 
     cfrjax solve GAME [--iterations N | --target X|X% [--max-iterations N]] [--rule R] [--order ...]
-                      [--averaging uniform|linear] [--dtype float32|float64] [--hands range|all]
+                      [--averaging uniform|linear] [--dtype float32|float64] [--hands range|all|player]
                                    --target: stop at the first evaluation at or below X
                                    (the game's unit, e.g. 0.001) or X% of a poker spot's
                                    starting pot (e.g. 0.5%), --max-iterations the cap
@@ -242,7 +242,7 @@ def _hands_option(p) -> None:
                    help="a poker spot's hand list in the public form (default: the spec's hands key, else range): "
                         "range, the hands of positive weight in either range (every vector and the memory plan scale "
                         "with them); all, every combo the board does not block (for setting other ranges on the "
-                        "built game)")
+                        "built game); player, one list per player, its own range's hands (XLA passes only)")
 
 
 # ----------------------------------------------------------------------------------------
@@ -619,6 +619,9 @@ def _hand_list(game) -> str:
     if meta.get("form") != "public":
         return ""
     what = {"range": "the ranges' hands", "all": "every live combo"}.get(meta.get("hand_list"), "a given list")
+    if meta.get("hand_list") == "player":
+        h0, h1 = meta["player_hands"]
+        return f", {h0:,} / {h1:,} hands: each player's range ({meta['hands']:,} columns)"
     return f", {meta['hands']:,} hands: {what}"
 
 

@@ -21,7 +21,7 @@ import functools
 import os
 import warnings
 
-__all__ = ["PALLAS", "PRESETS", "KernelFallback", "Plan", "plan_of", "resolve_plan", "use"]
+__all__ = ["PALLAS", "PRESETS", "TWO_LISTS", "KernelFallback", "Plan", "plan_of", "resolve_plan", "use"]
 
 #: The Pallas kernels, by name: regret matching (`cfrjax.matching_kernel`), the public
 #: form's folds, showdowns, river-spot and turn-spot half-updates (`cfrjax.public.
@@ -158,6 +158,29 @@ def _public(game) -> bool:
     return game is None or len(getattr(game, "slot_shape", ())) == 2
 
 
+#: Why a game with one hand list per player (`PublicGame.player_lists`, `hands="player"`)
+#: runs the XLA passes alone: the kernels take one hand list.
+TWO_LISTS = ("native, cuda_showdown, pallas fold/showdown/spot/turn",
+             "one hand list per player (hands='player'): these kernels take one list for both players")
+
+
+def _two_lists(game) -> bool:
+    """Whether `game` has one hand list per player (`PublicGame.player_lists`)."""
+    return bool(getattr(game, "player_lists", ()))
+
+
+def _xla_only(plan: Plan) -> Plan:
+    """`plan` checked for a game with one hand list per player: only the XLA passes (and
+    regret matching's kernel, which reads slot arrays alone) may run; a plan asking for
+    more is refused in one line."""
+    asks = [f for f in ("native", "cuda_showdown") if getattr(plan, f)]
+    asks += [f"pallas {k}" for k in set(plan.pallas) | set(plan.interpret) if k != "matching"]
+    if asks:
+        raise ValueError(f"plan {plan.name!r} runs {', '.join(sorted(asks))}; a game with one hand list per player "
+                         "(hands='player') runs the XLA passes only (plan 'xla' or 'auto')")
+    return plan
+
+
 def resolve_plan(game=None, platform: str | None = None, choice="auto") -> Plan:
     """The plan of `game` (`None`: any form) on `platform` (default: the platform traced
     for, `cfrjax.host.default_platform`).
@@ -168,13 +191,17 @@ def resolve_plan(game=None, platform: str | None = None, choice="auto") -> Plan:
     No timing: the thresholds are the measured defaults of `Plan`'s fields. Building a
     library (the first time on this machine) happens here, not while tracing."""
     if isinstance(choice, Plan):
-        return choice
+        return _xla_only(choice) if _two_lists(game) else choice
     if choice not in PRESETS:
         raise ValueError(f"unknown plan {choice!r}; allowed: {', '.join(map(repr, PRESETS))} or a cfrjax.Plan")
     from cfrjax.host import default_platform
     platform = platform or default_platform()
     if choice == "xla":
         return Plan(name="xla", platform=platform, native_forest=False, native_half=False, cpu_spot_half=False)
+    if _two_lists(game):   # the XLA passes, visibly (`fallbacks`); regret matching's kernel on a GPU
+        from cfrjax.pallas_gpu import nvidia_gpu
+        return Plan(name="auto", platform=platform, native_forest=False, native_half=False, cpu_spot_half=False,
+                    pallas=("matching",) if platform == "gpu" and nvidia_gpu() else (), fallbacks=(TWO_LISTS,))
     public = _public(game)
     fallbacks = []
     native_on = cuda_on = False
@@ -214,7 +241,23 @@ def plan_of(game) -> Plan:
     if plan is not None:
         return plan
     from cfrjax.host import default_platform
+    if _two_lists(game):
+        return _default_two_lists(default_platform())
     return _default(_public(game), default_platform())
+
+
+@functools.cache
+def _default_two_lists(platform: str) -> Plan:
+    return resolve_plan(_TWO_LISTS, platform)
+
+
+class _TwoLists:
+    """Stands for a public game with one hand list per player in `_default_two_lists`."""
+    slot_shape = (0, 0)
+    player_lists = (1, 1)
+
+
+_TWO_LISTS = _TwoLists()
 
 
 def use(game, plan="auto", platform: str | None = None):

@@ -108,7 +108,9 @@ def _layout(game) -> dict:
         return dict(form="public", node_codes=list(labels.node_codes), node_player=[int(x) for x in labels.node_player],
                     action_names=[[str(n) for n in a] for a in labels.action_names],
                     node_dealt=[[int(c) for c in d] for d in labels.node_dealt],
-                    hand_names=list(labels.hand_names), hand_cards=np.asarray(labels.hand_cards).tolist())
+                    hand_names=list(labels.hand_names), hand_cards=np.asarray(labels.hand_cards).tolist(),
+                    **({} if labels.player_hands is None else dict(player_hand_names=[
+                        list(labels.hand_names_of(p)) for p in (0, 1)])))
     return dict(form="tabular", infoset_keys=[str(k) for k in labels.infoset_keys],
                 action_names=[[str(n) for n in a] for a in labels.action_names],
                 infoset_player=[int(x) for x in labels.infoset_player])
@@ -117,13 +119,14 @@ def _layout(game) -> dict:
 def _file_entries(head: dict):
     """`(key, player, action names, index)` of a `.npz` policy file's layout."""
     if head.get("form", "tabular") == "public":
-        cards = [set(c) for c in head["hand_cards"]]
+        cards = dict(zip(head["hand_names"], (set(c) for c in head["hand_cards"])))
+        lists = head.get("player_hand_names") or [head["hand_names"]] * 2   # one list per player, or one for both
         off = 0
         for code, player, names, dealt in zip(head["node_codes"], head["node_player"], head["action_names"],
                                               head["node_dealt"]):
             sl = slice(off, off + len(names))
-            for h, hand in enumerate(head["hand_names"]):
-                if not (set(dealt) & cards[h]):
+            for h, hand in enumerate(lists[player]):
+                if not (set(dealt) & cards[hand]):
                     yield f"P{player}|{hand}|{code}", player, names, (sl, h)
             off += len(names)
         return

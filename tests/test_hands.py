@@ -127,9 +127,9 @@ def test_spec_key_argument_and_errors(tmp_path):
                     'hands = "all"\n')
     assert cfrjax.load_game(str(path)).num_hands == 1081
     assert cfrjax.load_game(str(path), hands="range").num_hands == 6 + 3 + 6
-    with pytest.raises(PokerSpecError, match=r"hands 'most' is not a hand list; allowed: 'range', 'all'"):
+    with pytest.raises(PokerSpecError, match=r"hands 'most' is not a hand list; allowed: 'range', 'all', 'player'"):
         PokerSubgameSpec(board=RIVER, hands="most")
-    with pytest.raises(PokerSpecError, match=r"spot.toml: hands 'most' .* allowed: 'range', 'all'"):
+    with pytest.raises(PokerSpecError, match=r"spot.toml: hands 'most' .* allowed: 'range', 'all', 'player'"):
         cfrjax.load_game(str(path), hands="most")
     with pytest.raises(SpecError, match="kuhn_poker' is not a poker subgame spec"):
         cfrjax.load_game("kuhn_poker", hands="all")
@@ -149,7 +149,7 @@ def test_cli_flag_and_hand_count(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         cli.main(["solve", str(path), "--hands", "some"])
     err = capsys.readouterr().err
-    assert e.value.code == 2 and err.count("\n") == 1 and "invalid choice: 'some' (choose from 'range', 'all')" in err
+    assert e.value.code == 2 and err.count("\n") == 1 and "invalid choice: 'some' (choose from 'range', 'all', 'player')" in err
     assert cli.main(["solve", "kuhn_poker", "--hands", "all"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("cfrjax: error:") and err.count("\n") == 1 and "is not a poker subgame spec" in err, err

@@ -31,7 +31,11 @@ def board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     dt = root.dtype
     tree = tree_passes.Tree(game, "forest")
     s0, s1 = game.forest_slots
-    if game.dealt:
+    if game.player_lists:   # each lane its own list: [2, H] per board
+        live = lift(xs["live"].astype(dt)[None], nd)                        # [1, 2, H]
+        root = root * live
+        live = live[:, lanes[0]:lanes[-1] + 1]
+    elif game.dealt:
         live = lift(xs["live"].astype(dt)[None, None], nd)                  # [1, 1, H]
         root = root * live
     ones = jnp.ones((1,) + xs["sig0"].shape[1:], sigma_ext.dtype)
@@ -47,7 +51,7 @@ def board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
                        game.forest_fold_values, None if sums is None else sums[0])
     tvs = terminal_values.showdown_values(game, xs, reach, lanes, inv_z, cpu, None if sums is None else sums[1])
     tv = jnp.concatenate([tvf, tvs])
-    if game.dealt:
+    if game.dealt or game.player_lists:
         tv = tv * live
     tv = jnp.concatenate([tv, jnp.zeros((1,) + tv.shape[1:], dt)])
     if mode == "br_ev":

@@ -131,6 +131,11 @@ class PublicLabels:
         `cache_key` a jitted function that returns a game hands back the labels of the
         first spot of its class (jit caches its output's structure): the library's jitted
         functions return arrays, never games.
+      player_hands: a game with one hand list per player (`PublicGame.player_lists`):
+        `(hands_0 [H_0], hands_1 [H_1])` combo indices (NumPy, ascending), each player's
+        hands at the columns `0..H_p - 1` of its slot, reach and value vectors (the
+        columns up to `H = max(H_0, H_1)` are padding). `hands`, `hand_names` and
+        `hand_cards` then hold the union of the two lists. `None`: one list for both.
 
     `hands`, `hand_names` and `hand_cards` list the real hands only: a spot built with
     `pad_hands` has `PublicGame.num_hands` columns, its padding hands last (indices
@@ -155,6 +160,7 @@ class PublicLabels:
     hand_cards: np.ndarray = _DeferredField()
     node_committed: np.ndarray | None = _DeferredField(None)
     cache_key: str = ""
+    player_hands: tuple | None = None
 
     @property
     def compare_key(self) -> str:
@@ -179,28 +185,40 @@ class PublicLabels:
         return {code: i for i, code in enumerate(self.node_codes)}
 
     @functools.cached_property
-    def _hand_index(self) -> dict:
-        return {name: h for h, name in enumerate(self.hand_names)}
+    def _player_lists(self) -> tuple:
+        """Per player `(names, cards [H_p, 2])` of its hand list (both the shared list's
+        where there is one)."""
+        if self.player_hands is None:
+            return ((self.hand_names, np.asarray(self.hand_cards)),) * 2
+        at = {int(h): i for i, h in enumerate(np.asarray(self.hands))}
+        rows = [[at[int(h)] for h in hs] for hs in self.player_hands]
+        return tuple((tuple(self.hand_names[i] for i in r), np.asarray(self.hand_cards)[r]) for r in rows)
+
+    def hand_names_of(self, player: int) -> tuple:
+        """`[H_p]` names of `player`'s hands (the shared list where there is one)."""
+        return self._player_lists[player][0]
+
+    @functools.cached_property
+    def _hand_index(self) -> tuple:
+        return tuple({name: h for h, name in enumerate(self.hand_names_of(p))} for p in (0, 1))
 
     def node_slots(self, node: int) -> slice:
         """The `slice` of decision node `node`'s slots."""
         return slice(int(self.node_slot_start[node]), int(self.node_slot_start[node + 1]))
 
-    @functools.cached_property
-    def _hand_sets(self) -> list:
-        return [frozenset(int(c) for c in row) for row in self.hand_cards]
-
     def is_live(self, node: int, hand: int) -> bool:
-        """Whether `hand` can hold at decision node `node` (shares no dealt card)."""
-        dealt = self.node_dealt[node]
-        return not dealt or self._hand_sets[hand].isdisjoint(dealt)
+        """Whether `hand` (of the node's player's list) can hold at decision node `node`
+        (shares no dealt card)."""
+        return bool(self.live_hands(node)[hand])
 
     def live_hands(self, node: int) -> np.ndarray:
-        """`[H]` bool: the hands that can hold at decision node `node`."""
+        """`[H_p]` bool (`p` the node's player; `[H]` with one list): the hands that can
+        hold at decision node `node`."""
+        cards = self._player_lists[int(self.node_player[node])][1]
         dealt = self.node_dealt[node]
         if not dealt:
-            return np.ones(len(self.hand_names), bool)
-        return ~np.isin(self.hand_cards, dealt).any(axis=1)
+            return np.ones(len(cards), bool)
+        return ~np.isin(cards, dealt).any(axis=1)
 
     def decision_nodes(self):
         """Yield `(code, player, slots, action_names)` per decision node, in slot order."""
@@ -209,15 +227,17 @@ class PublicLabels:
 
     def infoset_key(self, node: int, hand: int) -> str:
         """`"P{player}|{hand}|{code}"`, the tabular information-set key of (node, hand)."""
-        return f"P{int(self.node_player[node])}|{self.hand_names[hand]}|{self.node_codes[node]}"
+        p = int(self.node_player[node])
+        return f"P{p}|{self.hand_names_of(p)[hand]}|{self.node_codes[node]}"
 
     def infoset_keys(self):
         """Yield `(key, slots, hand_index)` for every live (decision node, hand), node by node."""
         for i, code in enumerate(self.node_codes):
             sl = self.node_slots(i)
-            prefix = f"P{int(self.node_player[i])}|"
+            p = int(self.node_player[i])
+            names = self.hand_names_of(p)
             for h in np.flatnonzero(self.live_hands(i)).tolist():
-                yield f"{prefix}{self.hand_names[h]}|{code}", sl, h
+                yield f"P{p}|{names[h]}|{code}", sl, h
 
     def infoset_index(self, key: str) -> tuple[slice, int]:
         """`(slots, hand_index)` of the information set `key` (`"P1|AhKh|k.b10"`; the hand's
@@ -231,9 +251,10 @@ class PublicLabels:
         if len(parts) != 3 or parts[0] not in ("P0", "P1"):
             raise KeyError(f"{self.name}: no information set {key!r} (expected 'P{{player}}|{{hand}}|{{code}}')")
         node = self._code_index.get(parts[2])
-        hand = self._hand_index.get(parts[1])
+        index = self._hand_index[int(parts[0][1])]
+        hand = index.get(parts[1])
         if hand is None:   # the hand's two cards the other way round (`cfrjax.game.hand_swapped`)
-            hand = self._hand_index.get(parts[1][2:] + parts[1][:2])
+            hand = index.get(parts[1][2:] + parts[1][:2])
         if node is None or hand is None or f"P{int(self.node_player[node])}" != parts[0] \
                 or not self.is_live(node, hand):
             raise KeyError(f"{self.name}: no information set {key!r}")
@@ -294,6 +315,8 @@ class PublicGame:
       slot_infoset: `[S]` decision node of each slot (sorted); infoset_slot_start:
         `[I + 1]`; slot_uniform: `[S]` float `1 / |A|`.
       weights: `[2, H]` float, the players' range weights (re-targetable).
+      same_hand: `None`, or with one hand list per player (`player_lists`) `[2, H]`: each
+        hand of player p's list at its position in the opponent's list (`H`: none).
       norm: `[]` float, `Z = sum_{h, h'} compat(h, h') w0[h] w1[h']` (re-targetable).
 
     Static metadata:
@@ -324,6 +347,16 @@ class PublicGame:
       terminals: `"auto"` (dense where built and not on CPU, else sorted), `"sorted"` or
         `"dense"`.
       labels: `PublicLabels`.
+      player_lists: `()` (one hand list for both players), or `(H_0, H_1)`: one hand list
+        per player (`cfrjax.public.two_lists.player_game`, `hands="player"`), player p's
+        `H_p` hands at the columns `0..H_p - 1` of its
+        slot rows and of lane p of reach and values, `H = max(H_0, H_1)` columns (the
+        rest zero weight, dead). The hand leaves are then per player or per lane:
+        `hand_cards [2, H, 2]`, `card_hands [2, C, M]` (each player's own), `board_live
+        [B, 2, H]`, and lane p's showdown tables hold the opponent q's sorted lists with
+        p's index into them: `sd_sorted [B, 2, H]`, `sd_card_sorted [B, 2, C, M]`,
+        `sd_index [B, 2, H, 6]` (`two_lists.cross_tables`); no dense matrices, no card
+        matrix; only the XLA passes run (`cfrjax.plan.resolve_plan`).
     """
 
     trunk_parent: Any
@@ -369,6 +402,7 @@ class PublicGame:
     forest_fold_values: Any = None
     forest_showdown_rake: Any = None
     leaf_data: Any = None
+    same_hand: Any = None
     num_nodes: int = _static(0)
     num_slots: int = _static(0)
     num_infosets: int = _static(0)
@@ -396,14 +430,21 @@ class PublicGame:
     reduction: str = _static("auto")
     terminals: str = _static("auto")
     labels: PublicLabels | None = _static(None)
+    player_lists: tuple = _static(())
     #: The implementation plan (`cfrjax.plan.Plan`; `None`: the auto plan, `plan_of`).
     plan: Any = _static(None)
 
     #: Re-targetable float leaves (`cfrjax.forms`): name -> dimensions of one game's leaf.
     RETARGETABLE = {"weights": 2, "norm": 0}
-    #: Index leaves a batch of river spots may also carry per subgame (one board each:
-    #: `cfrjax.games.poker.boards.set_boards`): name -> dimensions of one game's leaf.
-    BOARD_TABLES = {"sd_sorted": 2, "sd_card_sorted": 3, "sd_index": 3}
+    _BOARD_TABLES = {"sd_sorted": 2, "sd_card_sorted": 3, "sd_index": 3}
+
+    @property
+    def BOARD_TABLES(self) -> dict:   # noqa: N802 (the constant's name, kept)
+        """Index leaves a batch of river spots may also carry per subgame (one board each:
+        `cfrjax.games.poker.boards.set_boards`): name -> dimensions of one game's leaf;
+        none where each player has its own hand list (`player_lists`: boards as data take
+        one list, and its per-lane tables have a dimension more)."""
+        return {} if self.player_lists else self._BOARD_TABLES
 
     def __post_init__(self):
         if self.reduction not in REDUCTIONS:

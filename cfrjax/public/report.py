@@ -278,6 +278,9 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     if not isinstance(game, PublicGame) or game.labels is None:
         raise ValueError(f"node reports need a poker spot in the public form (cfrjax.load_game(spec)), not "
                          f"{type(game).__name__} {getattr(game, 'name', '')!r}".rstrip())
+    if game.player_lists:
+        raise ValueError(f"{game.name}: node reports of a game with one hand list per player (hands='player') are not "
+                         "available yet; build it with hands='range' for a report")
     if isinstance(policy, SolverState):
         policy = average_policy(game, policy)
     dt = game.weights.dtype

@@ -24,7 +24,7 @@ def scratch_elements(game: PublicGame, order: str, *, config=None, platform: str
     n1 = int(game.trunk_parent.shape[0])
     n2 = int(game.forest_parent.shape[0])
     f2, k = int(game.forest_fold_node.shape[0]), int(game.forest_showdown_node.shape[0])
-    C, M = game.card_hands.shape
+    C, M = game.card_hands.shape[-2:]
     lanes = 2 if order == "simultaneous" else 1
     rows = {"strategy + sentinel": (S + 1) * H, "information-set totals": S * H,
             "reach and strategy factors": 4 * (n1 + B * n2) * H,

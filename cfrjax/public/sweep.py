@@ -81,7 +81,7 @@ def sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regre
     tvf = terminal_values.fold_values(game, reach1, game.trunk_fold_node, game.trunk_fold_payoff, lanes, inv_z, cpu,
                        game.trunk_fold_values)
     if game.trunk_dealt is not None:    # a flop's turn-street folds: the own hand's card removal
-        tvf = tvf * tree_passes.alive(game.hand_cards, game.trunk_dealt[game.trunk_fold_node], nd, dt)
+        tvf = tvf * tree_passes.alive(game.hand_cards, game.trunk_dealt[game.trunk_fold_node], nd, dt, lanes)
     if mode == "br_ev":
         tvf = jnp.concatenate([tvf, tvf], axis=1)
     tv = jnp.concatenate([tvf, chance, jnp.zeros((1,) + chance.shape[1:], dt)])

@@ -1,4 +1,5 @@
-"""The public form's information sets and strategy table rows, by key (`P{p}|{hand}|{code}`)."""
+"""The public form's information sets and strategy table rows, by key (`P{p}|{hand}|{code}`; the
+hand of player p's own list where each player has one, `PublicLabels.hand_names_of`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ def infosets(game: PublicGame):
     labels = game.labels
     for i, (code, player, sl, names) in enumerate(labels.decision_nodes()):
         prefix = f"P{player}|"
+        hand_names = labels.hand_names_of(player)
         for h in np.flatnonzero(labels.live_hands(i)).tolist():
-            yield f"{prefix}{labels.hand_names[h]}|{code}", player, names, (sl, h)
+            yield f"{prefix}{hand_names[h]}|{code}", player, names, (sl, h)
 
 
 def strategy_rows(game: PublicGame, policy, min_probability: float = 0.0) -> list[dict]:
@@ -27,8 +29,9 @@ def strategy_rows(game: PublicGame, policy, min_probability: float = 0.0) -> lis
     labels = game.labels
     rows = []
     for i, (code, player, sl, names) in enumerate(labels.decision_nodes()):
+        hand_names = labels.hand_names_of(player)
         for h in np.flatnonzero(labels.live_hands(i)).tolist():
-            hand = labels.hand_names[h]
+            hand = hand_names[h]
             key = f"P{player}|{hand}|{code}"
             for a, name in enumerate(names):
                 prob = float(p[sl.start + a, h])

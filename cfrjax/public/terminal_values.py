@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.passes import lift
-from cfrjax.public import terminals, tree_passes
+from cfrjax.public import terminals, tree_passes, two_lists
 
 __all__ = ["fold_values", "showdown_values"]
 
@@ -32,6 +32,8 @@ def fold_values(game, reach, nodes, payoff, lanes, inv_z, cpu: bool, values=None
            else payoff.astype(reach.dtype)[:, None] * sign[None, :])                 # [F, L]: stake and sign
     if compat is not None:
         return compat * lift(row, nd) * inv_z
+    if game.player_lists:   # one hand list per player: the XLA sums across the two lists
+        return two_lists.lane_fold_compat(game, reach[nodes], lanes, cpu) * lift(row, nd) * inv_z
     return terminals.fold_values(game, tree_passes.opponent(reach[nodes], lanes, 1), lift(row, nd), inv_z, cpu)
 
 
@@ -45,12 +47,18 @@ def showdown_values(game, board: dict, reach, lanes, inv_z, cpu: bool, diff=None
     `diff`: `Wk - St` already summed (`terminals.dense_pair`, unraked)."""
     nd = reach.ndim
     dt = reach.dtype
-    opp = tree_passes.opponent(reach[game.forest_showdown_node], lanes, 1)
+    if game.player_lists:   # one hand list per player: the XLA sums across the two lists
+        own = reach[game.forest_showdown_node]
+        diff = two_lists.lane_showdown_diff(game, board, own, lanes, cpu)
+        total = (lambda: two_lists.lane_fold_compat(game, own, lanes, cpu))      # noqa: E731
+    else:
+        opp = tree_passes.opponent(reach[game.forest_showdown_node], lanes, 1)
+        total = (lambda: terminals.fold_compat(game, opp, cpu))              # noqa: E731
     if diff is None:
         diff = terminals.showdown_diff(game, board, opp, cpu)
     stake = game.forest_showdown_stake.astype(dt)
     if not game.raked:
         return diff * lift(stake[:, None], nd) * inv_z
     half = 0.5 * game.forest_showdown_rake.astype(dt)
-    total = terminals.fold_compat(game, opp, cpu)
+    total = total()
     return (diff * lift((stake - half)[:, None], nd) - total * lift(half[:, None], nd)) * inv_z

@@ -65,9 +65,15 @@ class Tree:
         self.hand_cards = game.hand_cards
 
 
-def alive(hand_cards, cards, nd: int, dtype):
+def alive(hand_cards, cards, nd: int, dtype, lanes=(0, 1)):
     """`[n, 1, H, 1...]` (`nd` dimensions): 1 where a hand holds none of `cards [n]` (52:
-    no card)."""
+    no card). With one hand list per player (`hand_cards [2, H, 2]`,
+    `PublicGame.player_lists`) `[n, L, H, 1...]`, per lane of `lanes`."""
+    if hand_cards.ndim == 3:
+        c = cards[:, None, None]
+        hc = hand_cards[lanes[0]:lanes[-1] + 1]
+        live = (hc[None, :, :, 0] != c) & (hc[None, :, :, 1] != c)
+        return lift(live.astype(dtype), nd)
     c = cards[:, None]
     live = (hand_cards[None, :, 0] != c) & (hand_cards[None, :, 1] != c)
     return lift(live.astype(dtype)[:, None], nd)

@@ -14,16 +14,28 @@ returns `[H_p]`, card removal exact:
 One list for both players (`H_p = H_q`) gives `terminals.showdown_tables`' index exactly
 (tested). The XLA showdown (`terminals._showdown_sorted_hm`) runs the cross tables as they
 are: it gathers `q`'s rows by `sd_sorted` / `sd_card_sorted` and returns one row per row
-of `sd_index`. Not wired into the passes yet (the design note says what remains).
+of `sd_index`.
+
+A game with one list per player (`player_game`, `hands="player"`) holds these tables per
+lane, padded to one width `H = max(H_0, H_1)` (`PublicGame.player_lists`), and the passes
+call `lane_fold_compat` / `lane_showdown_diff` at its terminals (the XLA passes only:
+`cfrjax.plan.resolve_plan`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from cfrjax.public.terminals import _showdown_sorted_hm, card_table, compat_sums, showdown_tables
+from cfrjax.deck import NUM_CARDS
+from cfrjax.game import fingerprint
 
-__all__ = ["cross_tables", "fold_compat", "same_index", "showdown_diff"]
+from cfrjax.public.terminals import _materialise, _showdown_sorted_hm, card_table, compat_sums, showdown_tables
+
+__all__ = ["cross_tables", "fold_compat", "lane_fold_compat", "lane_showdown_diff", "player_game", "player_lists",
+           "player_shapes",
+           "range_weights", "same_index", "showdown_diff"]
 
 
 def same_index(hands_p: np.ndarray, hands_q: np.ndarray) -> np.ndarray:
@@ -90,3 +102,180 @@ def showdown_diff(x_q, tables: dict, board: int, cpu: bool = True):
 
     one = {k: jnp.asarray(tables[k][board]) for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
     return _showdown_sorted_hm(one, x_q, cpu, None)
+
+
+# ----------------------------------------------------------------------------------------
+# A game with one hand list per player (`PublicGame.player_lists`).
+
+
+def player_lists(weights) -> tuple:
+    """`(idx_0 [H_0], idx_1 [H_1])`: each player's hands of positive weight, as positions
+    in the shared list the weights `[2, H]` run over."""
+    w = np.asarray(weights)
+    return tuple(np.flatnonzero(w[p] > 0) for p in (0, 1))
+
+
+def _pad_rows(a: np.ndarray, rows: int, fill, axis: int) -> np.ndarray:
+    pad = [(0, 0)] * a.ndim
+    pad[axis] = (0, rows - a.shape[axis])
+    return np.pad(a, pad, constant_values=fill)
+
+
+def _lane_tables(strength, hand_cards, live, idx, W: int, M: int) -> dict:
+    """Both lanes' terminal tables, padded to `W` hands and `M` hands per card (see
+    `PublicGame.player_lists`); `strength [B, H]`, `hand_cards [H, 2]`, `live [B, H]` of the
+    shared list, `idx` from `player_lists`."""
+    C = NUM_CARDS
+    own_cards, own_card_hands, same, live_p = [], [], [], []
+    sorted_l, card_sorted_l, index_l = [], [], []
+    hc = [hand_cards[i] for i in idx]
+    for p in (0, 1):
+        q = 1 - p
+        Hp, Hq = idx[p].size, idx[q].size
+        own_cards.append(_pad_rows(hc[p], W, 0, 0))
+        ch = card_table(hc[p], C)
+        own_card_hands.append(_pad_rows(np.where(ch == Hp, W, ch), M, W, 1))
+        sm = same_index(idx[p], idx[q])
+        same.append(_pad_rows(np.where(sm == Hq, W, sm), W, W, 0))
+        live_p.append(_pad_rows(live[:, idx[p]], W, 0, 1))
+        t = cross_tables(strength[:, idx[p]], strength[:, idx[q]], hc[p], hc[q], sm)
+        Mq = t["card_hands_q"].shape[1]
+        order = t["sd_sorted"]                       # q's hands ascending, padding (zero reach) after them
+        sorted_l.append(np.concatenate([order, np.broadcast_to(np.arange(Hq, W), (order.shape[0], W - Hq))], 1))
+        cs = t["sd_card_sorted"]
+        card_sorted_l.append(_pad_rows(np.where(cs == Hq, W, cs), M, W, 2))
+        ix = t["sd_index"].astype(np.int64)
+        cards_part = ix[..., 2:] - (Hq + 1)          # c (M_q + 1) + k in q's table -> c (M + 1) + k in the padded one
+        ix[..., 2:] = W + 1 + (cards_part // (Mq + 1)) * (M + 1) + cards_part % (Mq + 1)
+        index_l.append(_pad_rows(ix, W, 0, 1))
+    return dict(hand_cards=np.stack(own_cards).astype(np.int32), card_hands=np.stack(own_card_hands).astype(np.int32),
+                same_hand=np.stack(same).astype(np.int32), board_live=np.stack(live_p, 1),
+                sd_sorted=np.stack(sorted_l, 1).astype(np.int32),
+                sd_card_sorted=np.stack(card_sorted_l, 1).astype(np.int32),
+                sd_index=np.stack(index_l, 1).astype(np.int32))
+
+
+def player_game(game):
+    """The public game `game` (one list for both players, the ranges' hands: `hands =
+    "range"`, sorted terminals, no rake kernels needed) with one hand list per player:
+    player p's hands are those of positive weight in its range (`player_lists`), at
+    columns `0..H_p - 1` of `H = max(H_0, H_1)` (`PublicGame.player_lists`). The tree, its
+    slots and the normaliser are `game`'s; the hand leaves are re-indexed per player, the
+    showdown tables rebuilt across the lists (`cross_tables`) from `game`'s strength
+    order on each board (`sd_index[..., 0]`, the hands below each hand).
+
+    Raises:
+      ValueError: a depth-limited game (its leaf function takes one list).
+    """
+    from cfrjax.host import device_array
+    import jax.numpy as jnp
+
+    if game.leaf_fn is not None or game.leaf_data is not None:
+        raise ValueError(f"{game.name}: hands='player' does not apply to a depth-limited game (its leaf function "
+                         "reads one hand list); build it with hands='range'")
+    labels = game.labels
+    weights = np.asarray(game.weights)
+    idx = player_lists(weights)
+    W = max(i.size for i in idx)
+    hand_cards = np.asarray(game.hand_cards)
+    strength = np.asarray(game.sd_index)[..., 0].astype(np.int64)   # hands below each: the strength order
+    live = np.asarray(game.board_live)
+    M = max(card_table(hand_cards[i]).shape[1] for i in idx)
+    t = _lane_tables(strength, hand_cards, live, idx, W, M)
+    fdt = game.weights.dtype
+    w = np.stack([_pad_rows(weights[p, idx[p]], W, 0, 0) for p in (0, 1)])
+    hands = np.asarray(labels.hands)
+    digest = fingerprint({"union": np.frombuffer(labels.fingerprint.encode(), np.uint8),
+                          "hands0": hands[idx[0]], "hands1": hands[idx[1]]})
+    source = dict(labels.source)
+    poker = dict(source.get("poker", {}))
+    poker.update(hand_list="player", hands=int(W), player_hands=[int(i.size) for i in idx])
+    source["poker"] = poker
+    new_labels = dataclasses.replace(labels, fingerprint=digest, source=source,
+                                     player_hands=tuple(hands[i].copy() for i in idx))
+    leaves = {k: device_array(v, jnp.int32) for k, v in t.items() if k != "board_live"}
+    leaves["board_live"] = device_array(t["board_live"], game.board_live.dtype)
+    return dataclasses.replace(
+        game, **leaves, weights=device_array(w, fdt), card_matrix=None, dense_showdown=None, dense_compat=None,
+        num_hands=int(W), forest_plan=None, trunk_plan=None, terminals="sorted", labels=new_labels,
+        player_lists=tuple(int(i.size) for i in idx),
+        plan=None)
+
+
+def player_shapes(leaves: dict, weights, hand_cards) -> tuple:
+    """`(leaves, (H_0, H_1))`: `cfrjax.games.poker.public_tree.public_shapes`' leaves
+    (`jax.ShapeDtypeStruct`s of the one-list game, the ranges' union, whose hands have
+    `weights [2, H]` and `hand_cards [H, 2]`) as `player_game` lays them out
+    (`PublicGame.player_lists`), for the memory plan."""
+    import jax
+
+    idx = player_lists(weights)
+    W = max(i.size for i in idx)
+    B = leaves["board_live"].shape[0]
+    C = leaves["card_hands"].shape[0]
+    cards = np.asarray(hand_cards)
+    M = max(max(1, int(np.bincount(cards[i].ravel(), minlength=C).max(initial=0))) for i in idx)
+    shapes = dict(hand_cards=(2, W, 2), card_hands=(2, C, M), same_hand=(2, W), sd_sorted=(B, 2, W),
+                  sd_card_sorted=(B, 2, C, M), sd_index=(B, 2, W, 6), board_live=(B, 2, W), weights=(2, W))
+    out = {k: v for k, v in leaves.items() if k not in ("card_matrix", "dense_showdown", "dense_compat")}
+    for k, shape in shapes.items():
+        dt = leaves["hand_cards" if k == "same_hand" else k].dtype
+        out[k] = jax.ShapeDtypeStruct(shape, dt)
+    return out, tuple(int(i.size) for i in idx)
+
+
+def range_weights(game, w0, w1, xp=np):
+    """`(weights [2, H, *batch], norm [*batch])` of a game with one list per player
+    (`weights.range_weights` across the two lists): `w_p` over player p's list (padded to
+    `H`), `Z = sum_h w0[h] sum_{h'} compat(h, h') w1[h']`."""
+    weights = xp.stack(xp.broadcast_arrays(w0, w1))
+    compat = compat_sums(weights[1], game.hand_cards[0], game.card_hands[1], xp, same=game.same_hand[0])
+    return weights, xp.sum(weights[0] * compat, axis=0)
+
+
+def _own(game, p: int, y):
+    """`y [H, ...]` of lane `p` with the padding rows (`H_p..H - 1`) zero."""
+    import jax.numpy as jnp
+
+    mask = jnp.arange(y.shape[0]) < game.player_lists[p]
+    return jnp.where(mask.reshape((-1,) + (1,) * (y.ndim - 1)), y, 0.0)
+
+
+def _hand_major(x):
+    """`[T, H, *batch] -> ([H, Q], restore)`."""
+    import jax.numpy as jnp
+
+    moved = jnp.moveaxis(x, 1, 0)
+    return moved.reshape((moved.shape[0], -1)), lambda y: jnp.moveaxis(y.reshape(moved.shape), 0, 1)
+
+
+def lane_fold_compat(game, reach, lanes, cpu: bool):
+    """`[T, L, H, *batch]`: per lane p of `lanes` the compatible reach of the opponent q
+    (`reach [T, 2, H, *batch]`, both players' own reach at the terminals) for each hand of
+    p's list (`compat_sums` across the two lists; on CPU the reach written out first, as
+    `terminals.fold_compat` does)."""
+    import jax.numpy as jnp
+
+    out = []
+    for p in lanes:
+        x, back = _hand_major(reach[:, 1 - p])
+        x = _materialise(x) if cpu else x
+        c = compat_sums(x, game.hand_cards[p], game.card_hands[1 - p], same=game.same_hand[p])
+        out.append(back(_own(game, p, c)))
+    return jnp.stack(out, axis=1)
+
+
+def lane_showdown_diff(game, board: dict, reach, lanes, cpu: bool):
+    """`[K, L, H, *batch]`: per lane p of `lanes` the opponent's compatible reach with
+    weaker minus stronger hands (`reach [K, 2, H, *batch]` both players' own reach at one
+    board's showdowns; `board`'s lane tables, `sd_sorted [2, H]`, ...; on CPU the reach
+    written out first, as `terminals.showdown_diff` does)."""
+    import jax.numpy as jnp
+
+    out = []
+    for p in lanes:
+        x, back = _hand_major(reach[:, 1 - p])
+        x = _materialise(x) if cpu else x
+        one = {k: board[k][p] for k in ("sd_sorted", "sd_card_sorted", "sd_index")}
+        out.append(back(_own(game, p, _showdown_sorted_hm(one, x, cpu, None))))
+    return jnp.stack(out, axis=1)

@@ -11,7 +11,7 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from cfrjax.public import terminals
+from cfrjax.public import terminals, two_lists
 from cfrjax.public.game import PublicGame
 
 __all__ = ["range_weights", "set_ranges"]
@@ -22,14 +22,20 @@ def set_ranges(game: PublicGame, w0, w1) -> PublicGame:
 
     `Z = sum_h w0[h] sum_{h'} compat(h, h') w1[h']`; no shape or static field changes, so
     a jitted solve does not retrace. A range pair without a compatible deal gives `Z = 0`
-    (infinite values).
+    (infinite values). With one hand list per player `w_p` runs over player p's list,
+    padded to `H` (weight given to the padding is dropped).
     """
     dt = game.weights.dtype
     w0, w1 = jnp.asarray(w0, dt), jnp.asarray(w1, dt)
     if w0.shape[:1] != (game.num_hands,) or w1.shape[:1] != (game.num_hands,):
         raise ValueError(f"ranges have shapes {w0.shape} and {w1.shape}, expected [{game.num_hands}, *batch] "
                          f"(one weight per hand of the game's hand list)")
-    weights, norm = range_weights(game.hand_cards, game.card_hands, w0, w1)
+    if game.player_lists:   # one hand list per player (`PublicGame.player_lists`): the padding holds no weight
+        own = [jnp.arange(game.num_hands) < h for h in game.player_lists]
+        w0, w1 = (jnp.where(m.reshape(m.shape + (1,) * (w.ndim - 1)), w, 0.0) for m, w in zip(own, (w0, w1)))
+        weights, norm = two_lists.range_weights(game, w0, w1, jnp)
+    else:
+        weights, norm = range_weights(game.hand_cards, game.card_hands, w0, w1)
     return dataclasses.replace(game, weights=weights, norm=norm)
 
 

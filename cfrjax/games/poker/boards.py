@@ -138,7 +138,8 @@ def set_boards(games, tables: dict):
     labels `HAND_CARDS` / `CARD_HANDS` replace the game's own, and the sorted terminal
     form is used (the shared dense matrices are dropped). Hand `h` of subgame `b` is then
     combo `tables["hands"][b, h]`; ranges are given by hand in that order."""
-    if games.num_boards != 1 or games.dealt or games.num_hands != RIVER_HANDS or games.depth_limited:
+    if (games.num_boards != 1 or games.dealt or games.num_hands != RIVER_HANDS or games.depth_limited
+            or games.player_lists):
         raise ValueError(f"boards as data need a river spot's public game with every live hand ({RIVER_HANDS}; "
                          f"build it with hands=\"all\"); got {games.num_boards} board(s) and {games.num_hands} hands")
     leaves = {k: jnp.asarray(tables[k], jnp.int32) for k in games.BOARD_TABLES}

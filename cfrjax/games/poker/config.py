@@ -34,8 +34,9 @@ ALLIN = "allin"
 DEFAULT_BET_FRACTIONS = (0.5, 1.0)
 #: `raise_cap`'s default: 0 (no raises) with `bet_fractions`, unlimited with `betting`.
 AUTO = "auto"
-#: `PokerSubgameSpec.hands`: the public form's hand list, the ranges' hands or every live combo.
-HAND_LISTS = ("range", "all")
+#: `PokerSubgameSpec.hands`: the public form's hand list, the ranges' hands or every live combo,
+#: or one list per player (each range's own hands, `cfrjax.public.two_lists.player_game`).
+HAND_LISTS = ("range", "all", "player")
 
 
 def _norm_size(f, what: str):
@@ -215,10 +216,14 @@ class PokerSubgameSpec:
             self.bet_sizes.check_usable(self.streets, self.raise_cap)   # sizes the tree can never offer
         if not isinstance(self.hands, str) or self.hands not in HAND_LISTS:
             raise PokerSpecError(f"hands {self.hands!r} is not a hand list; allowed: "
-                                 f"{', '.join(map(repr, HAND_LISTS))} (the ranges' hands, or every live combo)")
+                                 f"{', '.join(map(repr, HAND_LISTS))} (the ranges' hands, every live combo, or each "
+                                 "player's own range's hands)")
         if not isinstance(self.pad_hands, (bool, np.bool_)):
             raise PokerSpecError(f"pad_hands {self.pad_hands!r} must be true or false")
         object.__setattr__(self, "pad_hands", bool(self.pad_hands))
+        if self.pad_hands and self.hands == "player":
+            raise PokerSpecError("pad_hands pads one hand list for both players; with hands = 'player' each "
+                                 "player's list is already padded to the longer one: drop one of the two")
         if self.random_hands is not None:
             if self.range0 is not None or self.range1 is not None:
                 raise PokerSpecError("give either random_hands or explicit ranges (range0/range1), not both")

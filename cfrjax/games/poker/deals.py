@@ -105,16 +105,19 @@ def _check_in_hand_list(game, w0, w1) -> None:
     board does not block but the game's hand list leaves out (a spot built with `hands =
     "range"`): the game cannot hold that weight, and dropping it would solve other ranges
     than those asked for. Weight on combos the board blocks is dropped as always."""
-    listed = np.zeros(NUM_COMBOS, bool)
-    listed[np.asarray(game.labels.hands)] = True
+    lists = game.labels.player_hands   # one list per player (hands = "player"), or None: one for both
     board = game.labels.source.get("poker", {}).get("board_cards")
     live = ~combos_blocked_by(np.asarray(board, np.int64)) if board is not None else np.ones(NUM_COMBOS, bool)
     for p, w in enumerate((w0, w1)):
+        listed = np.zeros(NUM_COMBOS, bool)
+        listed[np.asarray(game.labels.hands if lists is None else lists[p])] = True
         out = np.flatnonzero((w > 0) & live & ~listed)
         if out.size:
             names = ", ".join(combo_str(h) for h in out[:6]) + (", ..." if out.size > 6 else "")
-            raise ValueError(f"range{p} gives weight to {out.size} hand(s) outside the game's hand list of "
-                             f"{listed.sum()} hands ({names}); build the spot with hands = \"all\" (spec key, "
+            which = "the game's hand list" if lists is None else f"player {p}'s hand list (hands = \"player\")"
+            also = "" if lists is None else "hands = \"range\" (both ranges' hands) or "
+            raise ValueError(f"range{p} gives weight to {out.size} hand(s) outside {which} of "
+                             f"{listed.sum()} hands ({names}); build the spot with {also}hands = \"all\" (spec key, "
                              "load_game(..., hands=\"all\"), --hands all) to set any ranges on it")
 
 
@@ -144,7 +147,9 @@ def set_root_ranges(game, range0, range1):
     board have none) and the normaliser recomputed; no shape changes, so a jitted solve
     does not retrace. Weights must lie on the game's hand list: a spot built with the
     default `hands = "range"` holds its ranges' hands only (any ranges within them need no
-    rebuild), one built with `hands = "all"` every combo the board does not block.
+    rebuild), one built with `hands = "all"` every combo the board does not block; one
+    built with `hands = "player"` each player's own range's hands (player p's weights
+    must lie on its own list).
 
     Returns:
       The re-targeted game (same form, same tree). Traceable: under `jax.vmap` over
@@ -174,7 +179,13 @@ def set_root_ranges(game, range0, range1):
 
         if concrete:
             _check_in_hand_list(game, w0, w1)
-            _check_dealable(w0, w1, hands, hands, np.asarray(game.hand_cards)[:hands.size])
+            _check_dealable(w0, w1, hands, hands, np.asarray(game.labels.hand_cards))
+        if game.labels.player_hands is not None:   # each player's weights over its own list, padded
+            xp = np if concrete else jnp
+            w = (w0, w1) if concrete else (jnp.asarray(range0), jnp.asarray(range1))
+            return set_ranges(game, *(xp.concatenate([w[p][h], xp.zeros(game.num_hands - h.size, w[p].dtype)])
+                                      for p, h in enumerate(game.labels.player_hands)))
+        if concrete:
             return set_ranges(game, pad(w0[hands], np), pad(w1[hands], np))
         return set_ranges(game, pad(jnp.asarray(range0)[hands], jnp), pad(jnp.asarray(range1)[hands], jnp))
     h0, h1 = _cached_root_deals(game)
@@ -205,9 +216,14 @@ def root_ranges(game) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(game, CompiledGame):
         raise ValueError("root_ranges reads a public-form game's range vectors; a tabular game holds the "
                          "probabilities of its deals, not the two ranges (load the spec with form='public')")
-    hands = np.asarray(game.labels.hands)
     out = np.zeros((2, NUM_COMBOS))
-    out[:, hands] = np.asarray(game.weights, np.float64)[:, :hands.size]   # padding hands (`pad_hands`) last
+    weights = np.asarray(game.weights, np.float64)
+    if game.labels.player_hands is not None:   # one list per player, padded
+        for p, h in enumerate(game.labels.player_hands):
+            out[p, h] = weights[p, :h.size]
+        return out[0], out[1]
+    hands = np.asarray(game.labels.hands)
+    out[:, hands] = weights[:, :hands.size]   # padding hands (`pad_hands`) last
     return out[0], out[1]
 
 

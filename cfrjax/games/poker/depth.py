@@ -35,6 +35,9 @@ def leaf_inputs(whole: PublicGame) -> dict:
     combos on a river board, 1,128 on a turn board; -1 if dead), `chance` (1/44 per river
     card, 1/45 per turn card)."""
     meta = (whole.labels.source or {}).get("poker") or {}
+    if whole.player_lists:
+        raise PokerSpecError(f"{whole.name}: a spot with one hand list per player (hands='player') cannot be cut "
+                             "below the next card yet (the leaf function reads one list); build it with hands='range'")
     if "leaf_cards" not in meta:
         raise PokerSpecError(f"{whole.name}: only turn and flop spots can be cut below the next card (a river "
                              f"spot has nothing below)")

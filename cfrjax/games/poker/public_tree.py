@@ -83,7 +83,7 @@ def public_hands(config: PokerSubgameSpec, hands=None) -> np.ndarray:
     if isinstance(hands, str):
         if hands == "all":
             return np.flatnonzero(~blocked)
-        if hands == "range":
+        if hands in ("range", "player"):   # "player": the union of the two players' lists
             w0, w1 = config.ranges()
             return np.flatnonzero((w0 > 0) | (w1 > 0))
         raise PokerSpecError(f"hands {hands!r} is not a hand list; allowed: {', '.join(map(repr, HAND_LISTS))} "
@@ -205,6 +205,12 @@ def _pad_tables(tables: dict, Hp: int, Mp: int) -> dict:
     idx[:, :H, 2:] = Hp + 1 + card * (Mp + 1) + pos
     idx[:, H:, 0], idx[:, H:, 1], idx[:, H:, 2:] = H, Hp, Hp + 1
     return out
+
+
+def _per_player(config: PokerSubgameSpec, hands) -> bool:
+    """Whether `hands` (`None`: the spec's) asks for one list per player (`"player"`)."""
+    hands = config.hands if hands is None else hands
+    return isinstance(hands, str) and hands == "player"
 
 
 # ----------------------------------------------------------------------------------------
@@ -559,9 +565,11 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         `load_libratus_endgame`).
       hands: the hand list (`public_hands`): `None` (the spec's `config.hands`, by
         default `"range"`), `"range"` (the ranges' hands), `"all"` (every combo not
-        blocked by the board), or an iterable of combos (names or ids) covering the
-        ranges' hands. `config.pad_hands` pads it to its class (`_pad_hands`): then
-        `num_hands` is the padded count, the labels list the real hands.
+        blocked by the board), `"player"` (one list per player, its own range's hands:
+        `cfrjax.public.two_lists.player_game`; sorted terminals, the XLA passes), or an
+        iterable of combos (names or ids) covering the ranges' hands. `config.pad_hands`
+        pads a list to its class (`_pad_hands`): then `num_hands` is the padded count, the
+        labels list the real hands.
       terminals: `"auto"` (sorted on CPU; on accelerators dense when the dense matrices
         take at most `dense_limit_bytes`, else sorted; sorted for several boards where
         the showdown kernel runs, `cfrjax.public.showdown_kernel.available`), `"sorted"`
@@ -587,6 +595,15 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     if terminals not in TERMINAL_MODES:
         raise ValueError(f"unknown terminals {terminals!r}; allowed: {', '.join(map(repr, TERMINAL_MODES))}")
     cfg = config
+    if _per_player(cfg, hands):   # one list per player, from the ranges' union
+        if cfg.pad_hands:
+            raise PokerSpecError("pad_hands pads one hand list for both players; hands='player' pads each "
+                                 "player's list to the longer one already: drop one of the two")
+        if terminals == "dense":
+            raise ValueError("terminals='dense' is not built for hands='player' (sorted terminals only); "
+                             "use terminals='auto' or 'sorted', or hands='range'")
+        from cfrjax.public.two_lists import player_game
+        return player_game(build_public(cfg, hands="range", terminals="sorted", dtype=dtype, reduction=reduction))
     fdt = jnp.dtype(default_float_dtype() if dtype is None else dtype)
     board = cfg.board_cards
     turn = board.size == 4
@@ -862,13 +879,18 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
     if _builds_dense(terminals, B, H, dense_limit_bytes):
         leaves["dense_showdown"] = jax.ShapeDtypeStruct((B, H, H), dense_dt)
         leaves["dense_compat"] = jax.ShapeDtypeStruct((H, H), dense_dt)
+    lists = ()
+    if _per_player(config, hands):
+        from cfrjax.public.two_lists import player_shapes
+        leaves, lists = player_shapes(leaves, np.stack(config.ranges())[:, hand_ids], COMBOS[hand_ids])
+        H = leaves["weights"].shape[1]
     return PublicGame(
-        **leaves, num_nodes=n1 + B * n2, num_slots=S, num_infosets=I, num_hands=H, num_boards=B,
+        **leaves, num_nodes=n1 + B * n2, num_slots=S, num_infosets=I, num_hands=H, num_boards=B, player_lists=lists,
         trunk_levels=trunk.levels if n1 else (), trunk_fanout=trunk.fanout if n1 else (),
         trunk_level_terms=trunk.terms if n1 else (), forest_levels=forest.levels, forest_fanout=forest.fanout,
         forest_level_terms=forest.terms, trunk_slots=tuple(t_sl), forest_slots=tuple(f_sl),
         slot_split=t_sl[0] + B * f_sl[0], dealt=bool(n1), board_groups=int(groups),
-        max_actions=int(nact.max(initial=0)), terminals=terminals)
+        max_actions=int(nact.max(initial=0)), terminals="sorted" if lists else terminals)
 
 
 def public_plan(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None, order: str | None = None,
