@@ -109,7 +109,7 @@ def test_build_equals_reference(name):
     got = game_digests(game)
     assert got["label:fingerprint"] == ref["label:fingerprint"]
     for f in dataclasses.fields(game):   # a static field added since the reference: at its default
-        if f.metadata.get("static") and f"static:{f.name}" not in ref:
+        if f.metadata.get("static") and f.name not in ("labels", "plan") and f"static:{f.name}" not in ref:
             assert getattr(game, f.name) == f.default, f"{name}: new static field {f.name} not at its default"
             got.pop(f"static:{f.name}")
     bad = sorted(k for k in set(ref) | set(got) if ref.get(k) != got.get(k))
