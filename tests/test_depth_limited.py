@@ -21,6 +21,7 @@ import cfrjax
 from cfrjax.games.poker import PokerSubgameSpec, card_id, combo_index
 from cfrjax.games.poker.public_tree import build_public
 from test_public_form import random_policy
+from selection import cases
 
 R0 = {"AsAh": 1.0, "QhJh": 0.8, "8c7c": 0.6}
 R1 = {"KdKc": 1.0, "Td9d": 0.7, "6s6h": 0.9}
@@ -217,7 +218,7 @@ def _by_code(cut, game, policy):
     return jnp.asarray(full)
 
 
-@pytest.mark.parametrize("street", ["turn", "flop"])
+@pytest.mark.parametrize("street", cases(["turn", "flop"], ["flop"]))
 def test_showdown_leaf_is_the_spot_without_later_betting(street, request):
     """The showdown leaf (checking down; below a flop's turn card, its mean over the rivers)
     makes the cut game the spot whose later streets have no betting: the same value and
