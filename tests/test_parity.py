@@ -166,7 +166,9 @@ def test_kuhn_value_is_minus_one_eighteenth():
     assert abs(value + 1 / 18) <= 2 * eps
 
 
-@pytest.fixture(scope="module", params=["kuhn", "leduc", "random"])
+# Kuhn is slow (tests/selection.py): Leduc and a random game are the default instances, and
+# Kuhn's OpenSpiel parity runs above.
+@pytest.fixture(scope="module", params=[pytest.param("kuhn", marks=pytest.mark.slow), "leduc", "random"])
 def ref_game(request):
     if request.param == "random":
         spec = random_spec(11, depth=3)
