@@ -164,6 +164,7 @@ def test_terminal_values_across_two_hand_lists():
     list equal the dense `[H_p, H_q]` computation (compat, sign of strength difference)
     in float64, card removal exact: lists sharing some combos, hands the board's extra
     card kills, ties; and on one shared list the cross index is `showdown_tables`' own."""
+    import jax
     import jax.numpy as jnp
 
     from cfrjax.games.poker.cards import COMBOS
@@ -185,10 +186,13 @@ def test_terminal_values_across_two_hand_lists():
     compat = ~(hc_p[:, None, :, None] == hc_q[None, :, None, :]).any((2, 3))  # [H_p, H_q]
     x = rng.uniform(size=(hands_q.size, 3))
     np.testing.assert_allclose(two_lists.fold_compat(x, tables), compat @ x, rtol=1e-12)
+    # One executable for the three boards (op by op, the showdown compiles ~130 small ones).
+    diff = jax.jit(lambda x, one: two_lists.showdown_diff(x, one, 0))
     for b in range(extra.shape[0]):
         xb = x * lq[b][:, None]                                               # dead hands of q hold no reach
         sign = np.sign(sp[b][:, None] - sq[b][None, :]) * compat
-        got = np.asarray(two_lists.showdown_diff(jnp.asarray(xb), tables, b))
+        got = np.asarray(diff(jnp.asarray(xb), {k: tables[k][b:b + 1] for k in ("sd_sorted", "sd_card_sorted",
+                                                                                  "sd_index")}))
         np.testing.assert_allclose(got[lp[b]], (sign @ xb)[lp[b]], rtol=1e-12, atol=1e-12)
     one = two_lists.cross_tables(sp, sp, hc_p, hc_p, two_lists.same_index(hands_p, hands_p))
     own = pt.showdown_tables(sp, hc_p.astype(np.int32), pt.card_table(hc_p.astype(np.int32)))

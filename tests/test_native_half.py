@@ -177,12 +177,13 @@ def test_under_vmap_equals_a_loop(spots, monkeypatch):
     ranges = [rng.random((2, game.num_hands)) for _ in range(3)]
     games = [pp.set_ranges(game, w[0], w[1]) for w in ranges]
     state = _random_state(game, "dcfr", "alternating", "float32")
-    batch = jax.tree.map(lambda *xs: jnp.stack(xs), *games)
+    batch = jax.tree.map(lambda *xs: jnp.asarray(np.stack([np.asarray(x) for x in xs])), *games)  # no op-by-op stack
     run = jax.vmap(lambda g: iteration.step(g, state).regret)
     got = np.asarray(run(batch))
     assert calls, "the native update did not run under vmap"
+    one = jax.jit(lambda g: iteration.step(g, state).regret)   # the loop: one executable for the three games
     for k, g in enumerate(games):
-        np.testing.assert_array_equal(got[k], np.asarray(iteration.step(g, state).regret))
+        np.testing.assert_array_equal(got[k], np.asarray(one(g)))
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two cores")

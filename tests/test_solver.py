@@ -56,7 +56,7 @@ def test_jit_scan_vmap_equivalence(kuhn, rule, averaging, order):
     # vmap over a batch of states equals a loop over them (states after 0, 1 and 3 of the
     # jitted steps: no further executable to compile).
     batch = [trajectory[k] for k in (0, 1, 3)]
-    stacked = jax.tree.map(lambda *x: jnp.stack(x), *batch)
+    stacked = jax.tree.map(lambda *x: jnp.asarray(np.stack([np.asarray(a) for a in x])), *batch)
     out = jax.vmap(cfrjax.step, in_axes=(None, 0))(kuhn, stacked)
     for i, k in enumerate((0, 1, 3)):
         chex.assert_trees_all_close(jax.tree.map(lambda x: x[i], out), trajectory[k + 1], atol=1e-15, rtol=0)

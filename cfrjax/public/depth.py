@@ -447,7 +447,9 @@ def _root_groups(whole: PublicGame) -> tuple:
         sub, rows = _root_subgame(whole, k)
         key = (jax.tree.structure(sub), tuple(jnp.shape(x) for x in jax.tree.leaves(sub)))
         groups.setdefault(key, []).append((k, sub, rows))
-    return tuple((jax.tree.map(lambda *x: jnp.stack(x), *(g for _, g, _ in m)),
+    # Stacked on the host (one transfer per leaf): `jnp.stack` op by op compiles a program per
+    # leaf shape.
+    return tuple((jax.tree.map(lambda *x: jnp.asarray(np.stack([np.asarray(a) for a in x])), *(g for _, g, _ in m)),
                   jnp.asarray([k for k, _, _ in m], jnp.int32), jnp.asarray(np.stack([r for _, _, r in m]), jnp.int32))
                  for m in groups.values())
 
