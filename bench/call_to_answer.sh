@@ -16,9 +16,9 @@ for s in "$@"; do
     t1=$(date +%s.%N)
     echo "$s $run rc=$rc process_wall=$(python -c "print(round($t1-$t0,2))")"
     tail -n 1 $OUT/$s.$run.out | python -c "
-import json,sys,subprocess
+import json,os,sys,subprocess
 r=json.loads(sys.stdin.read())
-r.update(spot='$s', run='$run', process_wall_s=round($t1-$t0,3), command='cfrjax solve $SPOTS/$s.toml --target 0.5% --json --compile-cache DIR', commit=subprocess.run(['git','rev-parse','HEAD'],capture_output=True,text=True).stdout.strip() or None)
+r.update(bench='call_to_answer', spot='$s', run='$run', process_wall_s=round($t1-$t0,3), command='cfrjax solve $SPOTS/$s.toml --target 0.5% --json --compile-cache DIR', commit=os.environ.get('CFRJAX_COMMIT') or subprocess.run(['git','rev-parse','--short','HEAD'],capture_output=True,text=True).stdout.strip() or None)
 open('$OUT/records.jsonl','a').write(json.dumps(r)+chr(10))" 2>&1 | tail -2
     tail -n 1 $OUT/$s.$run.out | python -c "
 import json,sys

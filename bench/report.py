@@ -434,6 +434,31 @@ def plot_curves(records, plots_dir) -> list[str]:
     return paths
 
 
+def call_to_answer_table(records) -> str:
+    """bench/call_to_answer.sh records: per device and spot, the cold run's build, trace,
+    compile, solve and evaluation seconds, the seconds to the target and the process wall
+    cold / warm, and ms/iter."""
+    runs = {}
+    for r in records:
+        runs.setdefault((r["device"], r["spot"]), {})[r["run"]] = r   # the newest record of each run
+    lines = ["| device | spot | iterations (% of the pot) | build s | trace s | compile s | solve s | evaluations s | "
+             "to target s, cold / warm | process s, cold / warm | ms/iter |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for (device, spot), rr in runs.items():
+        c, w = rr.get("cold"), rr.get("warm")
+        if c is None:
+            continue
+        pair = lambda k, f: f"{c[k]:{f}} / " + (f"{w[k]:{f}}" if w else "-")   # noqa: E731
+        lines.append(f"| {device} | `{spot}` | {c['iterations']} ({c['exploitability_pct_pot']:.3f}) | "
+                     f"{c['build_s']:.2f} | {c['trace_s']:.2f} | {c['compile_s']:.2f} | {c['solve_s']:.2f} | "
+                     f"{c['eval_s']:.2f} | {pair('seconds_to_target', '.2f')} | {pair('process_wall_s', '.2f')} | "
+                     f"{c['ms_per_iter']:.2f} |")
+    first = records[0]
+    return "\n".join(lines + ["", f"Command: `{first.get('command', 'bench/call_to_answer.sh')}` (commit "
+                                   f"{first.get('commit')}, jax {first.get('jax')}, {first.get('rule')} "
+                                   f"{first.get('order')} {first.get('dtype')}).", ""])
+
+
 def render(records, plots_dir=None, compact=False) -> str:
     by = {}
     for r in records:
@@ -453,6 +478,8 @@ def render(records, plots_dir=None, compact=False) -> str:
         parts.append(cpu_liteefg_table(by["cpu_liteefg"]))
     if by.get("curves"):
         parts.append(curves_table(latest_curves(by["curves"]), compact))
+    if by.get("call_to_answer"):
+        parts.append(call_to_answer_table(by["call_to_answer"]))
     if plots_dir:
         import os
         os.makedirs(plots_dir, exist_ok=True)
