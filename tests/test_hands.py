@@ -91,6 +91,21 @@ def test_memory_plan_and_refusal_use_the_narrowed_list():
         cfrjax.load_game(RIVER_SPOT, hands="all", budget_bytes=budget)
 
 
+def refused_on_the_host(monkeypatch, game, w0, w1) -> str:
+    """The one-line message of `set_root_ranges(game, w0, w1)`'s refusal, checked to come
+    from the host before any pass runs (`set_ranges` patched to fail)."""
+    def reached(*args):
+        raise AssertionError("the ranges reached the passes")
+
+    with monkeypatch.context() as m:
+        m.setattr(cfrjax.public.passes, "set_ranges", reached)
+        with pytest.raises(ValueError) as err:
+            cfrjax.poker.set_root_ranges(game, w0, w1)
+    msg = str(err.value)
+    assert "\n" not in msg, msg
+    return msg
+
+
 def test_set_root_ranges_within_the_list_and_outside(monkeypatch):
     """Ranges within the built list need no rebuild (the full-list game with the same
     ranges has the same values); a positive weight outside it is one line naming the
@@ -108,16 +123,8 @@ def test_set_root_ranges_within_the_list_and_outside(monkeypatch):
     outside[combo_index("8h", "8d")] = 0.5    # live on the board, in neither range
     outside[combo_index("Ks", "Kd")] = 0.5    # blocked by the board: dropped as always
 
-    def traced(*args):
-        raise AssertionError("the ranges reached the passes")
-
-    monkeypatch.setattr(cfrjax.public.passes, "set_ranges", traced)
-    with pytest.raises(ValueError) as err:
-        cfrjax.poker.set_root_ranges(narrow, outside, w1)
-    msg = str(err.value)
-    assert "\n" not in msg and "range0" in msg and "1 hand(s)" in msg and "8h8d" in msg
-    assert 'hands = "all"' in msg
-    monkeypatch.undo()
+    msg = refused_on_the_host(monkeypatch, narrow, outside, w1)
+    assert "range0" in msg and "1 hand(s)" in msg and "8h8d" in msg and 'hands = "all"' in msg
     cfrjax.poker.set_root_ranges(full, outside, w1)    # the full list takes it
 
 
