@@ -1,5 +1,5 @@
 # Issue 51 on one H200: `cfrjax solve SPOT --target 0.5%` of ../shared/spots, cold (an empty
-# compilation cache) then warm (the same cache, a new process); usage: SPOTS=DIR OUT=DIR bash bench/call_to_answer.sh SPOT...
+# compilation cache) then warm (the same cache, a new process); usage: SPOTS=DIR OUT=DIR [EXTRA='--hands player'] bash bench/call_to_answer.sh SPOT...
 set -o pipefail
 SPOTS=${SPOTS:-../shared/spots}   # the spots' folder
 OUT=${OUT:-bench/results/call_to_answer}; mkdir -p "$OUT"
@@ -10,7 +10,7 @@ for s in "$@"; do
   C=$(mktemp -d)
   for run in cold warm; do
     t0=$(date +%s.%N)
-    timeout 200 python -m cfrjax solve $SPOTS/$s.toml --target 0.5% --json --compile-cache $C \
+    timeout 200 python -m cfrjax solve $SPOTS/$s.toml --target 0.5% --json --compile-cache $C $EXTRA \
       > $OUT/$s.$run.out 2> $OUT/$s.$run.err
     rc=$?
     t1=$(date +%s.%N)
@@ -18,7 +18,7 @@ for s in "$@"; do
     tail -n 1 $OUT/$s.$run.out | python -c "
 import json,os,sys,subprocess
 r=json.loads(sys.stdin.read())
-r.update(bench='call_to_answer', spot='$s', run='$run', process_wall_s=round($t1-$t0,3), command='cfrjax solve $SPOTS/$s.toml --target 0.5% --json --compile-cache DIR', commit=os.environ.get('CFRJAX_COMMIT') or subprocess.run(['git','rev-parse','--short','HEAD'],capture_output=True,text=True).stdout.strip() or None)
+r.update(bench='call_to_answer', spot='$s', run='$run', process_wall_s=round($t1-$t0,3), command='cfrjax solve $SPOTS/$s.toml --target 0.5% --json --compile-cache DIR $EXTRA', commit=os.environ.get('CFRJAX_COMMIT') or subprocess.run(['git','rev-parse','--short','HEAD'],capture_output=True,text=True).stdout.strip() or None)
 open('$OUT/records.jsonl','a').write(json.dumps(r)+chr(10))" 2>&1 | tail -2
     tail -n 1 $OUT/$s.$run.out | python -c "
 import json,sys

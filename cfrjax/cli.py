@@ -493,6 +493,7 @@ def _solve(args) -> dict:
 
     from cfrjax.compile_cache import compile_count, enable_compile_cache
     from cfrjax.games.poker.pot import starting_pot, target_chips
+    from cfrjax.memory import device_peak_bytes
 
     cache = enable_compile_cache(args.compile_cache)
     t0 = time.perf_counter()
@@ -602,7 +603,7 @@ def _solve(args) -> dict:
                   preallocate=os.environ.get(_PREALLOCATE), trace_s=round(run.trace_s, 4),
                   compile_s=round(run.compile_s, 4), compile_cache=compiled.cache(cache), solve_s=round(solve_s, 4),
                   eval_s=round(run.eval_s, 4), ms_per_iter=1e3 * solve_s / max(1, ran),
-                  plan=game.plan.describe())
+                  plan=game.plan.describe(), peak_device_bytes=device_peak_bytes())
     if target is not None:
         record.update(target=target, target_pct_pot=None if pot is None else 100 * target / pot,
                       target_reached=run.reached is not None, seconds_to_target=reached_s,

@@ -53,7 +53,7 @@ from cfrjax.state import compensation_dtype
 from cfrjax.tabular import scratch_from_sizes
 
 __all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
-           "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes"]
+           "device_peak_bytes", "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes"]
 
 
 class MemoryPlanError(MemoryError):
@@ -299,6 +299,20 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
     rows.sort(key=lambda b: order_of[b.group])
     return MemoryPlan(tuple(rows), batch=per_device,
                       sizes=dict(game.sizes(), order=order, dtype=fdt, batch=batch, devices=int(devices)))
+
+
+def device_peak_bytes(device=None) -> int | None:
+    """The most bytes `device` (default `jax.devices()[0]`) has held at once in this process
+    (`memory_stats()["peak_bytes_in_use"]`: what a record of a solve compares with a
+    planned or a peer's memory), or `None` where the platform keeps no such statistic (a
+    CPU)."""
+    device = jax.devices()[0] if device is None else device
+    try:
+        stats = device.memory_stats() or {}
+    except Exception:  # some backends do not implement it
+        stats = {}
+    peak = stats.get("peak_bytes_in_use")
+    return None if peak is None else int(peak)
 
 
 def device_free_bytes(device=None) -> tuple[int | None, dict]:

@@ -35,8 +35,9 @@ def test_solve_json():
     assert out.returncode == 0, out.stderr
     record = json.loads(out.stdout.strip().splitlines()[-1])
     for key in ("game", "rule", "order", "averaging", "dtype", "iterations", "exploitability", "value", "nodes",
-                "infosets", "slots", "depth", "device", "compile_s", "solve_s", "ms_per_iter"):
+                "infosets", "slots", "depth", "device", "compile_s", "solve_s", "ms_per_iter", "peak_device_bytes"):
         assert key in record
+    assert record["peak_device_bytes"] is None if record["backend"] == "cpu" else record["peak_device_bytes"] > 0
     assert record["iterations"] == 200 and record["nodes"] == 58 and record["infosets"] == 12
     assert record["plan"]["name"] == "auto" and record["plan"]["platform"] == record["backend"]   # the plan that ran
     # The command lets XLA's GPU memory pool grow unless the user set the variable.
