@@ -110,7 +110,7 @@ def _check_in_hand_list(game, w0, w1) -> None:
     live = ~combos_blocked_by(np.asarray(board, np.int64)) if board is not None else np.ones(NUM_COMBOS, bool)
     for p, w in enumerate((w0, w1)):
         listed = np.zeros(NUM_COMBOS, bool)
-        listed[np.asarray(game.labels.hands if lists is None else lists[p])] = True
+        listed[_hand_lists(game)[p]] = True
         out = np.flatnonzero((w > 0) & live & ~listed)
         if out.size:
             names = ", ".join(combo_str(h) for h in out[:6]) + (", ..." if out.size > 6 else "")
@@ -173,21 +173,15 @@ def set_root_ranges(game, range0, range1):
     if not isinstance(game, CompiledGame):
         from cfrjax.public.passes import set_ranges
         hands = np.asarray(game.labels.hands)
-
-        def pad(w, xp):   # the padding hands (`pad_hands`, last) weigh 0
-            return xp.pad(w, [(0, game.num_hands - hands.size)] + [(0, 0)] * (w.ndim - 1))
-
         if concrete:
             _check_in_hand_list(game, w0, w1)
             _check_dealable(w0, w1, hands, hands, np.asarray(game.labels.hand_cards))
-        if game.labels.player_hands is not None:   # each player's weights over its own list, padded
-            xp = np if concrete else jnp
-            w = (w0, w1) if concrete else (jnp.asarray(range0), jnp.asarray(range1))
-            return set_ranges(game, *(xp.concatenate([w[p][h], xp.zeros(game.num_hands - h.size, w[p].dtype)])
-                                      for p, h in enumerate(game.labels.player_hands)))
-        if concrete:
-            return set_ranges(game, pad(w0[hands], np), pad(w1[hands], np))
-        return set_ranges(game, pad(jnp.asarray(range0)[hands], jnp), pad(jnp.asarray(range1)[hands], jnp))
+        xp = np if concrete else jnp
+        w = (w0, w1) if concrete else (jnp.asarray(range0), jnp.asarray(range1))
+        # Each player's weights over its list (the shared one, or its own with hands =
+        # "player"), the columns past it (padding: `pad_hands`, or the shorter player list) 0.
+        return set_ranges(game, *(xp.pad(w[p][h], [(0, game.num_hands - h.size)] + [(0, 0)] * (w[p].ndim - 1))
+                                  for p, h in enumerate(_hand_lists(game))))
     h0, h1 = _cached_root_deals(game)
     if concrete:
         for p, w in enumerate((w0, w1)):
@@ -218,13 +212,17 @@ def root_ranges(game) -> tuple[np.ndarray, np.ndarray]:
                          "probabilities of its deals, not the two ranges (load the spec with form='public')")
     out = np.zeros((2, NUM_COMBOS))
     weights = np.asarray(game.weights, np.float64)
-    if game.labels.player_hands is not None:   # one list per player, padded
-        for p, h in enumerate(game.labels.player_hands):
-            out[p, h] = weights[p, :h.size]
-        return out[0], out[1]
-    hands = np.asarray(game.labels.hands)
-    out[:, hands] = weights[:, :hands.size]   # padding hands (`pad_hands`) last
+    for p, h in enumerate(_hand_lists(game)):   # the columns past a list are padding
+        out[p, h] = weights[p, :h.size]
     return out[0], out[1]
+
+
+def _hand_lists(game) -> tuple:
+    """`(hands_0, hands_1)`: the combo ids of each player's columns of a public-form game,
+    the shared list twice, or with `hands = "player"` each player's own."""
+    if game.labels.player_hands is not None:
+        return tuple(np.asarray(h) for h in game.labels.player_hands)
+    return (np.asarray(game.labels.hands),) * 2
 
 
 _DEALS_CACHE: dict = {}
