@@ -66,6 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.deck import NUM_CARDS
+from cfrjax.host import aligned_empty
 from cfrjax.plan import plan_of
 from cfrjax.public import fold_kernel, native, showdown_kernel
 
@@ -208,6 +209,33 @@ def showdown_tables(strength: np.ndarray, hand_cards: np.ndarray, card_hands: np
     at = rows * (H * 6) + 3 * low - (low & 1) + 2
     index.ravel()[at.ravel()] = first.ravel()
     index.ravel()[(at + 1).ravel()] = end.ravel()
+    return out
+
+
+def widen_tables(tables: dict, W: int, M: int) -> dict:
+    """Sorted-showdown tables (`showdown_tables`, or `two_lists.cross_tables`) over `H`
+    sorted hands with card tables `M0` wide, as the tables of a list padded to `W >= H`
+    hands with card tables `M >= M0` wide, the padding hands (index `H..W-1`, zero reach)
+    sorting after every real one: `sd_sorted [B, W]`, `sd_card_sorted [B, C, M]` (the
+    padding index `W` after each card's hands) and `sd_index` with its card columns
+    re-indexed, `H + 1 + c (M0 + 1) + pos` becoming `W + 1 + c (M + 1) + pos` (`pos <=
+    M0`: the padding adds zeros to each prefix sum). `sd_index`'s rows stay as given (the
+    caller pads them): its first two columns, positions in the full order, keep their
+    values. Unchanged where nothing is padded."""
+    B, H = tables["sd_sorted"].shape
+    C, M0 = tables["sd_card_sorted"].shape[1:]
+    if (W, M) == (H, M0):
+        return tables
+    index = tables["sd_index"]
+    out = {"sd_sorted": aligned_empty((B, W), np.int32), "sd_card_sorted": aligned_empty((B, C, M), np.int32),
+           "sd_index": aligned_empty(index.shape, np.int32)}
+    out["sd_sorted"][:, :H] = tables["sd_sorted"]
+    out["sd_sorted"][:, H:] = np.arange(H, W, dtype=np.int32)
+    out["sd_card_sorted"][...] = W
+    out["sd_card_sorted"][:, :, :M0] = np.where(tables["sd_card_sorted"] == H, W, tables["sd_card_sorted"])
+    out["sd_index"][..., :2] = index[..., :2]
+    card, pos = np.divmod(index[..., 2:].astype(np.int64) - (H + 1), M0 + 1)
+    out["sd_index"][..., 2:] = W + 1 + card * (M + 1) + pos
     return out
 
 

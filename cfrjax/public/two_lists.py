@@ -31,7 +31,8 @@ import numpy as np
 from cfrjax.deck import NUM_CARDS
 from cfrjax.game import fingerprint
 
-from cfrjax.public.terminals import _materialise, _showdown_sorted_hm, card_table, compat_sums, showdown_tables
+from cfrjax.public.terminals import (_materialise, _showdown_sorted_hm, card_table, compat_sums, showdown_tables,
+                                     widen_tables)
 
 __all__ = ["cross_tables", "fold_compat", "lane_fold_compat", "lane_showdown_diff", "player_game", "player_lists",
            "player_shapes",
@@ -138,16 +139,12 @@ def _lane_tables(strength, hand_cards, live, idx, W: int, M: int) -> dict:
         sm = same_index(idx[p], idx[q])
         same.append(_pad_rows(np.where(sm == Hq, W, sm), W, W, 0))
         live_p.append(_pad_rows(live[:, idx[p]], W, 0, 1))
-        t = cross_tables(strength[:, idx[p]], strength[:, idx[q]], hc[p], hc[q], sm)
-        Mq = t["card_hands_q"].shape[1]
-        order = t["sd_sorted"]                       # q's hands ascending, padding (zero reach) after them
-        sorted_l.append(np.concatenate([order, np.broadcast_to(np.arange(Hq, W), (order.shape[0], W - Hq))], 1))
-        cs = t["sd_card_sorted"]
-        card_sorted_l.append(_pad_rows(np.where(cs == Hq, W, cs), M, W, 2))
-        ix = t["sd_index"].astype(np.int64)
-        cards_part = ix[..., 2:] - (Hq + 1)          # c (M_q + 1) + k in q's table -> c (M + 1) + k in the padded one
-        ix[..., 2:] = W + 1 + (cards_part // (Mq + 1)) * (M + 1) + cards_part % (Mq + 1)
-        index_l.append(_pad_rows(ix, W, 0, 1))
+        # q's sorted tables widened to W hands (padding, zero reach, after q's), M per card;
+        # p's index rows padded to W.
+        t = widen_tables(cross_tables(strength[:, idx[p]], strength[:, idx[q]], hc[p], hc[q], sm), W, M)
+        sorted_l.append(t["sd_sorted"])
+        card_sorted_l.append(t["sd_card_sorted"])
+        index_l.append(_pad_rows(t["sd_index"], W, 0, 1))
     return dict(hand_cards=np.stack(own_cards).astype(np.int32), card_hands=np.stack(own_card_hands).astype(np.int32),
                 same_hand=np.stack(same).astype(np.int32), board_live=np.stack(live_p, 1),
                 sd_sorted=np.stack(sorted_l, 1).astype(np.int32),

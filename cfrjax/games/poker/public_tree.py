@@ -177,34 +177,19 @@ def _pad_hands(cfg: PokerSubgameSpec, hands, hand_cards, card_hands, weights, st
 
 def _pad_tables(tables: dict, Hp: int, Mp: int) -> dict:
     """The sorted-showdown tables of the real hands (`terminals.showdown_tables`: `H`
-    hands, table width `M`) as those of the padded list (`_pad_hands`: `Hp` hands, width
-    `Mp`), unchanged where nothing is padded.
-
-    The padding hands are the strongest and tie with each other, so they sort last: each
-    real hand's positions in the full order and in its cards' lists are the unpadded
-    ones. Only `sd_index`'s card columns move: they index the concatenation of `G [H + 1]`
-    and `-D_c [C, M + 1]`, so an offset `H + 1 + c (M + 1) + pos` becomes
-    `Hp + 1 + c (Mp + 1) + pos` (`pos <= M`: the padding adds zeros to each prefix sum). A
-    padding hand has `lt = H`, `le = Hp` and its card columns point at card 0's first
-    entry: in range, and its values are masked (it is dead on every board)."""
+    hands) as those of the padded list (`_pad_hands`: `Hp` hands, card tables `Mp` wide):
+    `terminals.widen_tables` (the padding hands are the strongest and tie with each other,
+    so they sort last and every real hand's positions stay), and `sd_index` rows for the
+    padding hands: `lt = H`, `le = Hp`, card columns at card 0's first entry (in range;
+    their values are masked, they are dead on every board)."""
     B, H = tables["sd_sorted"].shape
-    M = tables["sd_card_sorted"].shape[2]
-    if (Hp, M) == (H, Mp):
-        return tables
-    C = tables["sd_card_sorted"].shape[1]
-    out = {"sd_sorted": aligned_empty((B, Hp), np.int32), "sd_card_sorted": aligned_empty((B, C, Mp), np.int32),
-           "sd_index": aligned_empty((B, Hp, 6), np.int32)}
-    out["sd_sorted"][:, :H] = tables["sd_sorted"]
-    out["sd_sorted"][:, H:] = np.arange(H, Hp, dtype=np.int32)
-    cs = out["sd_card_sorted"]
-    cs[...] = Hp
-    cs[:, :, :M] = np.where(tables["sd_card_sorted"] == H, Hp, tables["sd_card_sorted"])
-    idx = out["sd_index"]
-    idx[:, :H, :2] = tables["sd_index"][..., :2]
-    card, pos = np.divmod(tables["sd_index"][..., 2:] - (H + 1), M + 1)
-    idx[:, :H, 2:] = Hp + 1 + card * (Mp + 1) + pos
-    idx[:, H:, 0], idx[:, H:, 1], idx[:, H:, 2:] = H, Hp, Hp + 1
-    return out
+    out = pt.widen_tables(tables, Hp, Mp)
+    if Hp == H:
+        return out
+    index = aligned_empty((B, Hp, 6), np.int32)
+    index[:, :H] = out["sd_index"]
+    index[:, H:, 0], index[:, H:, 1], index[:, H:, 2:] = H, Hp, Hp + 1
+    return {**out, "sd_index": index}
 
 
 def _per_player(config: PokerSubgameSpec, hands) -> bool:
