@@ -204,6 +204,32 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--limit", type=int, default=None,
                     help="print at most this many rows (default: all) or matching information sets (default 20)")
 
+    rp = sub.add_parser("report", help="one betting tree solved on many flops, its strategy read across them "
+                                       "(resumable; `cfrjax report show DIR` reads a report back)")
+    rp.add_argument("tree", help="a flop spot file (.toml) whose board is replaced by each flop, or `show`")
+    rp.add_argument("folder", nargs="?", default=None, help="with `show`: the report folder")
+    rp.add_argument("--flops", default="stratified", metavar="SET",
+                    help="all (the 1,755 classes of flops under suit isomorphism, weighted), stratified (a fixed "
+                         "subset across textures, --num-flops of them) or a list such as Ks7h2c,8s6s2s "
+                         "(default stratified)")
+    rp.add_argument("--num-flops", type=int, default=25, metavar="N", help="size of the stratified subset (default 25)")
+    rp.add_argument("--target", default="0.5%", help="stop each flop at this exploitability: x%% of the pot or chips "
+                                                    "(default 0.5%%)")
+    rp.add_argument("--max-iterations", type=int, default=1000, metavar="N",
+                    help="iteration cap per flop (default 1000)")
+    rp.add_argument("--rule", default="dcfr", help="CFR rule (default dcfr)")
+    rp.add_argument("--dtype", default="float32", help="float32 (default) or float64")
+    rp.add_argument("--out", default=None, metavar="DIR",
+                    help="report folder: flops/<flop>.json and .npz per flop (kept: a solved flop is never solved "
+                         "again), report.csv, summary.json, bet_frequency.png, ev.png")
+    rp.add_argument("--worker", type=int, default=0, metavar="I", help="this worker, 0..N-1: flops I, I+N, ...")
+    rp.add_argument("--num-workers", type=int, default=1, metavar="N", help="independent workers sharing --out")
+    rp.add_argument("--flop", default=None, help="with `show`: one flop's root, hand by hand")
+    rp.add_argument("--player", type=int, choices=(0, 1), default=None, help="with `show --flop`: whose hands")
+    rp.add_argument("--sort", choices=SHOW_SORTS, default="equity", help="with `show --flop`: row order")
+    rp.add_argument("--all", action="store_true", help="with `show --flop`: every live hand")
+    rp.add_argument("--limit", type=int, default=None, help="with `show --flop`: at most this many rows")
+
     _games_parser(sub)
     return p
 
@@ -301,7 +327,7 @@ class _Status:
 
 #: Per command, the options naming a path it writes (`out`: a folder) and so checks first.
 _OUTPUTS = {"solve": ("save_policy", "plot", "save_game", "checkpoint"), "show": ("csv", "npz"),
-            "solve-batch": ("out",), "datagen": ("out",)}
+            "solve-batch": ("out",), "datagen": ("out",), "report": ("out",)}
 
 
 def _check_outputs(args) -> None:
@@ -845,6 +871,58 @@ def _show_node(args, solution: list) -> None:
         print(f"  npz: {_write_result('report', args.npz, report.save_npz)}")
 
 
+def _flop_report(args) -> int:
+    """`cfrjax report TREE --out DIR` (solve and collect) and `cfrjax report show DIR`."""
+    from cfrjax.games.poker import flop_report as fr
+    from cfrjax.games.poker.flops import canonical_flop, flop_str
+
+    if args.tree == "show":
+        if args.folder is None:
+            raise ValueError("cfrjax report show DIR: give the report folder")
+        if args.flop is None:
+            summary = fr.collect(args.folder, write=False)
+            _print_flop_summary(summary)
+            return 0
+        from cfrjax.public.report import load_report
+
+        name = flop_str(canonical_flop(args.flop))
+        path = os.path.join(args.folder, "flops", name)
+        if not os.path.exists(path + ".json"):
+            raise ValueError(f"{args.folder!r} holds no solved flop {args.flop} (its class: {name})")
+        with open(path + ".json") as f:
+            record = json.load(f)
+        _print_report(load_report(path + ".npz"), f"report {args.folder}, flop {name} (weight {record['weight']}), "
+                      f"{record['iterations']} iterations {record['rule']}", record["exploitability"], args)
+        return 0
+    if args.folder is not None:
+        raise ValueError(f"cfrjax report TREE takes one tree file; {args.folder!r} is extra (the folder is --out DIR)")
+    if args.out is None:
+        raise ValueError("cfrjax report TREE needs --out DIR (the report folder; a run resumes there)")
+    import jax
+
+    jax.config.update("jax_enable_x64", True)   # the reports' float64 (as cfrjax show); the solve keeps --dtype
+    options = fr.ReportOptions(target=args.target, max_iterations=args.max_iterations, rule=args.rule,
+                               dtype=args.dtype)
+    solved = fr.run_report(args.tree, args.flops, args.out, options=options, worker=args.worker,
+                           num_workers=args.num_workers, progress=True, num_flops=args.num_flops)
+    summary = fr.collect(args.out)
+    print(f"{len(solved)} flops solved here; the report holds {summary['flops']} ({args.out}/report.csv, "
+          f"summary.json{', plots' if summary.get('plots') else ''})")
+    _print_flop_summary(summary)
+    return 0
+
+
+def _print_flop_summary(summary: dict) -> None:
+    """Means weighted by flop frequency: overall and by suits and pairing."""
+    freq = [k for k in summary["all"] if k.count(":") == 1]
+    print(f"  {summary['flops']} flops (weight {summary['weight']}); weighted means:")
+    print(f"  {'':<12} {'expl %pot':>9} {'EV0':>8} {'eq0':>6}  " + " ".join(f"{k:>14}" for k in freq))
+    groups = [("all", summary["all"])] + [(g, v) for t in ("suits", "pairing") for g, v in summary["by"][t].items()]
+    for name, m in groups:
+        cells = " ".join("-".rjust(14) if m.get(k) is None else f"{100 * m[k]:13.1f}%" for k in freq)
+        print(f"  {name:<12} {m['exploitability_pct_pot']:9.3f} {m['ev0']:8.3f} {100 * m['equity0']:5.1f}%  {cells}")
+
+
 def _print_report(r, origin: str, expl: float, args) -> None:
     """The hand x action table of a `NodeReport` (rows: one player's hands)."""
     import numpy as np
@@ -1087,6 +1165,8 @@ def main(argv=None) -> int:
             return 0
         if args.command == "datagen":
             return _datagen(args)
+        if args.command == "report":
+            return _flop_report(args)
         if args.command == "solve-batch":
             supervised = _supervised_batch(args, sys.argv[1:] if argv is None else list(argv))
             if supervised is not None:
