@@ -90,7 +90,8 @@ def test_report_over_flops(whole):
     w = np.array([r["weight"] for r in recs.values()], float)
     ev0 = np.array([r["ev"][0] for r in recs.values()])
     np.testing.assert_allclose(summary["all"]["ev0"], (w * ev0).sum() / w.sum(), rtol=1e-12)
-    assert os.path.exists(os.path.join(out, "bet_frequency.png"))
+    for png in ("bet_frequency.png", "ev.png", "textures.png"):
+        assert os.path.getsize(os.path.join(out, png)) > 0
 
 
 def test_killed_run_resumes_to_the_same_report(tree, whole, tmp_path, monkeypatch):

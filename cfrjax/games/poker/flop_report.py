@@ -10,7 +10,8 @@ where it stopped; independent workers (`worker`, `num_workers`: flop `i` of the 
 belongs to worker `i % num_workers`) share one folder. `collect(out)` then writes
 `report.csv` (one row per flop, readable with pandas), `summary.json` (means weighted by
 the flops' class weights, overall and by texture) and, with matplotlib, `bet_frequency.png`
-and `ev.png` (heat maps: highest card x suits).
+and `ev.png` (heat maps: highest card x suits) and `textures.png` (the bet frequency by
+each texture).
 
 Each record: the flop (its class representative, `flop_str`), its class weight and
 textures (`flop_textures`), the iterations run, the exploitability reached (chips and %
@@ -49,6 +50,8 @@ from cfrjax.rules import RULES
 
 __all__ = ["HAND_CLASSES", "ReportOptions", "collect", "flop_record", "hand_classes", "run_report", "worker_flops"]
 
+#: The textures a report groups flops by (`flop_textures`).
+_TEXTURES = ("high", "suits", "pairing", "straight")
 #: The hand classes of `hand_classes`, in report order.
 HAND_CLASSES = ("made", "draw", "air")
 
@@ -240,7 +243,7 @@ def _weighted(rows: list[dict], key: str) -> float | None:
 
 def collect(out: str, *, write: bool = True) -> dict:
     """The summary of `out`'s flop records (means weighted by class weight: overall, and by
-    suits, pairing, high card); with `write`, also `report.csv`, `summary.json` and the
+    highest card, suits, pairing, straight possible); with `write`, also `report.csv`, `summary.json` and the
     plots (`summary["plots"]`: the files written)."""
     records = _read_records(out)
     if not records:
@@ -255,7 +258,7 @@ def collect(out: str, *, write: bool = True) -> dict:
     numeric = [c for c in cols if c not in ("flop", "high", "suits", "pairing", "straight", "target_reached")]
     summary = {"flops": len(rows), "weight": sum(r["weight"] for r in rows),
                "all": {c: _weighted(rows, c) for c in numeric if c != "weight"}, "by": {}}
-    for texture in ("suits", "pairing", "high"):
+    for texture in _TEXTURES:
         groups = sorted({r[texture] for r in rows})
         summary["by"][texture] = {g: {c: _weighted([r for r in rows if r[texture] == g], c)
                                       for c in numeric if c != "weight"} for g in groups}
@@ -297,6 +300,20 @@ def _plots(rows: list[dict], out: str) -> list[str]:
         ax.set_title(label + ", weighted by flop frequency", fontsize=9)
         fig.colorbar(im, ax=ax)
         path = os.path.join(out, name + ".png")
+        atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100, bbox_inches="tight"))
+        plt.close(fig)
+        written.append(path)
+    if check is not None:                       # bet frequency by each texture, one panel each
+        fig, axes = plt.subplots(1, len(_TEXTURES), figsize=(3.2 * len(_TEXTURES), 2.6), sharey=True)
+        for ax, texture in zip(axes, _TEXTURES):
+            groups = sorted({r[texture] for r in rows}, key=lambda g: RANKS.index(g) if texture == "high" else str(g))
+            means = [sum(r["weight"] * (1 - r[check]) for r in rows if r[texture] == g) /
+                     sum(r["weight"] for r in rows if r[texture] == g) for g in groups]
+            ax.bar([str(g) for g in groups], means)
+            ax.set_title(texture, fontsize=9)
+            ax.tick_params(labelsize=7)
+        axes[0].set_ylabel("root bet frequency")
+        path = os.path.join(out, "textures.png")
         atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100, bbox_inches="tight"))
         plt.close(fig)
         written.append(path)
