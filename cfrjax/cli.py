@@ -218,6 +218,10 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--max-iterations", type=int, default=1000, metavar="N",
                     help="iteration cap per flop (default 1000)")
     rp.add_argument("--rule", default="dcfr", help="CFR rule (default dcfr)")
+    rp.add_argument("--order", default="alternating", help="alternating (default) or simultaneous")
+    rp.add_argument("--batch", type=int, default=1, metavar="B",
+                    help="solve up to B flops of one shape together, as one batch (XLA passes under vmap; fewer "
+                         "where the memory plan says they do not fit); default 1, one at a time with the fast kernels")
     rp.add_argument("--dtype", default="float32", help="float32 (default) or float64")
     rp.add_argument("--out", default=None, metavar="DIR",
                     help="report folder: flops/<flop>.json and .npz per flop (kept: a solved flop is never solved "
@@ -902,7 +906,7 @@ def _flop_report(args) -> int:
 
     jax.config.update("jax_enable_x64", True)   # the reports' float64 (as cfrjax show); the solve keeps --dtype
     options = fr.ReportOptions(target=args.target, max_iterations=args.max_iterations, rule=args.rule,
-                               dtype=args.dtype)
+                               order=args.order, dtype=args.dtype, batch=args.batch)
     solved = fr.run_report(args.tree, args.flops, args.out, options=options, worker=args.worker,
                            num_workers=args.num_workers, progress=True, num_flops=args.num_flops)
     summary = fr.collect(args.out)

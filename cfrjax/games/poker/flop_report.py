@@ -26,19 +26,22 @@ Hand classes (`hand_classes`), a small classifier of a hand on the flop:
 * `draw`: not made, with a flush draw (four cards of a suit, one of them a hole card) or
   a straight draw with at least two completing ranks (open-ended or double gutshot);
 * `air`: the rest.
-The flops of a report are solved one after another (flops with the same suit pattern and
-padded hand counts share compiled executables through `pad_hands`); batching several
-flops into one executable is not done yet.
+Flops are solved one after another (flops with the same suit pattern and padded hand
+counts share compiled executables through `pad_hands`), or with `ReportOptions.batch`
+up to that many flops of one shape at once (`stack_games`: one batch under `jax.vmap`).
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import json
 import os
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from cfrjax.atomic import atomic_write
@@ -46,9 +49,10 @@ from cfrjax.games.poker.cards import COMBOS, parse_combo
 from cfrjax.games.poker.evaluator import PAIR, TRIPS, HIGH_CARD, hand_category, rank5
 from cfrjax.games.poker.flops import flop_set, flop_str, flop_textures
 from cfrjax.games.poker.pot import parse_target
-from cfrjax.rules import RULES
+from cfrjax.rules import ORDERS, RULES
 
-__all__ = ["HAND_CLASSES", "ReportOptions", "collect", "flop_record", "hand_classes", "run_report", "worker_flops"]
+__all__ = ["HAND_CLASSES", "ReportOptions", "collect", "flop_records", "hand_classes", "run_report", "stack_games",
+           "worker_flops"]
 
 #: The textures a report groups flops by (`flop_textures`).
 _TEXTURES = ("high", "suits", "pairing", "straight")
@@ -64,14 +68,20 @@ class ReportOptions:
       target: stop at the first evaluation at or below it: `"x%"` of the pot, or chips
         (`cfrjax.games.poker.pot.parse_target`).
       max_iterations: the iteration cap per flop (> 0).
-      rule: the CFR rule (`cfrjax.Config.rule`).
+      rule, order: the CFR rule and order (`cfrjax.Config`).
       dtype: the solve's float type.
+      batch: the most flops of one shape solved together, as one batch (`1`: one at a
+        time, the fast kernels of `cfrjax.plan`; more: a batch through
+        `cfrjax.solve_batch`, XLA passes under `vmap`, each flop stopping at its own
+        target), fewer where the memory plan says they do not fit.
     """
 
     target: str = "0.5%"
     max_iterations: int = 1000
     rule: str = "dcfr"
+    order: str = "alternating"
     dtype: str = "float32"
+    batch: int = 1
 
     def __post_init__(self):
         parse_target(str(self.target))
@@ -80,6 +90,10 @@ class ReportOptions:
             raise ValueError(f"bad max_iterations {self.max_iterations!r}; allowed: a positive integer")
         if self.rule not in RULES:
             raise ValueError(f"bad rule {self.rule!r}; allowed: {', '.join(RULES)}")
+        if self.order not in ORDERS:
+            raise ValueError(f"bad order {self.order!r}; allowed: {', '.join(ORDERS)}")
+        if not isinstance(self.batch, int) or isinstance(self.batch, bool) or self.batch < 1:
+            raise ValueError(f"bad batch {self.batch!r}; allowed: a positive integer (flops solved together)")
         if self.dtype not in ("float32", "float64"):
             raise ValueError(f"bad dtype {self.dtype!r}; allowed: float32, float64")
 
@@ -130,35 +144,149 @@ def _node(game, policy, code: str, board) -> dict | None:
             "frequencies": r.summary(p)["frequencies"], "by_class": by_class}
 
 
-def flop_record(tree: str, flop, weight: int, options: ReportOptions) -> tuple[dict, object]:
-    """Solve `tree` on `flop` and return `(record, root NodeReport)` (module docstring)."""
+def _build(tree: str, flop):
     import cfrjax
-    from cfrjax.games.poker.pot import target_chips
     from cfrjax.games.poker.toml import load_poker_config
 
-    start = time.perf_counter()
-    name = flop_str(flop)
-    config = load_poker_config(tree, board=name, pad_hands=True)
-    game = cfrjax.load_game(config)
-    state = cfrjax.init(game, rule=options.rule, dtype=options.dtype)
-    target = target_chips(options.target, game)
+    config = load_poker_config(tree, board=flop_str(flop), pad_hands=True)
+    return config, cfrjax.load_game(config)
+
+
+def _shape(game) -> tuple:
+    """Games of one shape (equal static fields and leaf shapes) stack into one batch."""
+    leaves, treedef = jax.tree.flatten(game)
+    return treedef, tuple((tuple(x.shape), str(x.dtype)) for x in leaves)
+
+
+#: The leaves of a public game that differ between flops of one shape: the showdown and
+#: hand tables, the turn cards, the ranges.
+_PER_FLOP = ("sd_sorted", "sd_card_sorted", "sd_index", "hand_cards", "card_hands", "card_matrix", "board_live",
+             "trunk_dealt", "weights", "norm")
+
+
+def stack_games(games: list):
+    """A batch of public flop games of one shape (`_shape`): `(batched game, fields)`, the
+    leaves that differ between flops (`_PER_FLOP`; `fields`, their names) stacked on a
+    leading axis, the others shared.
+
+    The batch runs the solver under `jax.vmap` (batch first), not `cfrjax.solve_batch`:
+    its batch-last passes share the hand tables between subgames."""
+    g0 = games[0]
+    if any(_shape(g) != _shape(g0) for g in games[1:]):
+        raise ValueError("stack_games takes games of one shape (static fields and leaf shapes equal)")
+    names = [f.name for f in dataclasses.fields(g0) if not f.metadata.get("static") and getattr(g0, f.name) is not None]
+    differ = [k for k in names if any(not np.array_equal(np.asarray(getattr(g, k)), np.asarray(getattr(g0, k)))
+                                      for g in games[1:])]
+    if set(differ) - set(_PER_FLOP):
+        raise ValueError(f"games differ in {sorted(set(differ) - set(_PER_FLOP))}, which a batch of flops does not "
+                         "carry per subgame")
+    batched = dataclasses.replace(g0, **{k: jnp.stack([getattr(g, k) for g in games]) for k in differ})
+    return batched, tuple(differ)
+
+
+def _axes(games, fields: tuple):
+    """`jax.vmap` axes of a batch of `stack_games`: `fields` mapped, the rest shared."""
+    names = [f.name for f in dataclasses.fields(games) if not f.metadata.get("static")]
+    return dataclasses.replace(games, **{k: (0 if k in fields else None) for k in names})
+
+
+@functools.partial(jax.jit, static_argnames=("fields", "iterations"))
+def _batch_solve(games, states, fields: tuple, iterations: int):
+    import cfrjax
+
+    return jax.vmap(lambda g, s: cfrjax.solve(g, s, iterations), (_axes(games, fields), 0))(games, states)
+
+
+@functools.partial(jax.jit, static_argnames=("fields",))
+def _batch_evaluate(games, states, fields: tuple):
+    import cfrjax
+
+    return jax.vmap(lambda g, s: cfrjax.evaluate(g, s)[0], (_axes(games, fields), 0))(games, states)
+
+
+def _solve_one(game, target: float, options: ReportOptions):
+    """`(state, exploitability, iterations)` of one flop solved to `target`."""
+    import cfrjax
+
+    state = cfrjax.init(game, rule=options.rule, order=options.order, dtype=options.dtype)
     state, trace = cfrjax.solve_with_trace(game, state, target_exploitability=target,
                                            max_iterations=options.max_iterations, donate=True)
+    return state, float(trace.exploitability[-1]), int(trace.iteration[-1])
+
+
+def _solve_batch(games: list, target: float, options: ReportOptions) -> list:
+    """`[(state, exploitability, iterations)]` of flops of one shape solved as one batch,
+    each stopping at its own target (`cfrjax.driver.target_reached`) on the schedule of a
+    single solve (`target_evaluations`), its state kept from then on."""
+    from cfrjax.batch import init_batch, keep_stopped
+    from cfrjax.driver import target_evaluations, target_reached
+
+    stacked, fields = stack_games(games)
+    B = len(games)
+    states = init_batch(games[0], B, rule=options.rule, order=options.order, dtype=options.dtype)
+    stopped, expl, at, done = np.zeros(B, bool), np.full(B, np.inf), np.zeros(B, np.int64), 0
+    for point in target_evaluations(options.max_iterations):
+        new = _batch_solve(stacked, states, fields, iterations=point - done)
+        states, done = keep_stopped(jnp.asarray(stopped), states, new), point
+        e = np.asarray(_batch_evaluate(stacked, states, fields), np.float64)
+        expl = np.where(stopped, expl, e)
+        at = np.where(stopped, at, done)
+        stopped |= target_reached(e, target)
+        if stopped.all():
+            break
+    return [(jax.tree.map(lambda x, i=i: x[i], states), float(expl[i]), int(at[i])) for i in range(B)]
+
+
+def _record(config, game, flop, weight: int, solved, options: ReportOptions, seconds: float) -> tuple[dict, object]:
+    """A flop's record and root report from its solve (module docstring)."""
+    import cfrjax
+    from cfrjax.games.poker.pot import target_chips
+
+    state, expl, iterations = solved
     policy = cfrjax.average_policy(game, state)
     root, after_check = _node(game, policy, "", flop), _node(game, policy, "k", flop)
-    expl = float(trace.exploitability[-1])
     pot = float(config.pot)
     summary = [root["report"].summary(q) for q in (0, 1)]
     tex = {k: v[0].item() for k, v in flop_textures([flop]).items()}
-    record = {"flop": name, "weight": int(weight), **tex, "iterations": int(trace.iteration[-1]),
+    record = {"flop": flop_str(flop), "weight": int(weight), **tex, "iterations": iterations,
               "exploitability": expl, "exploitability_pct_pot": 100 * expl / pot,
-              "target_reached": bool(expl <= target), "seconds": round(time.perf_counter() - start, 3),
+              "target_reached": bool(expl <= target_chips(options.target, game)), "seconds": round(seconds, 3),
               "ev": [s["ev"] for s in summary], "equity": [s["equity"] for s in summary],
               "root": {k: root[k] for k in ("player", "actions", "frequencies", "by_class")},
               "after_check": None if after_check is None else
               {k: after_check[k] for k in ("player", "actions", "frequencies", "by_class")},
-              "rule": options.rule, "dtype": options.dtype, "target": options.target}
+              "rule": options.rule, "order": options.order, "dtype": options.dtype, "target": options.target}
     return record, root["report"]
+
+
+def flop_records(tree: str, flops, weights, options: ReportOptions, built=None) -> list:
+    """Solve `tree` on `flops` (of one shape when `len(flops) > 1`: one batch) and return
+    `[(record, root NodeReport)]` in their order (module docstring); `built`: their
+    `(config, game)` pairs where already built."""
+    from cfrjax.games.poker.pot import target_chips
+
+    start = time.perf_counter()
+    built = [_build(tree, f) for f in flops] if built is None else built
+    games = [g for _, g in built]
+    target = target_chips(options.target, games[0])
+    solved = [_solve_one(games[0], target, options)] if len(games) == 1 else _solve_batch(games, target, options)
+    seconds = (time.perf_counter() - start) / len(games)
+    return [_record(c, g, f, w, s, options, seconds) for (c, g), f, w, s in zip(built, flops, weights, solved)]
+
+
+def _batch_size(tree: str, flop, options: ReportOptions) -> int:
+    """`options.batch`, or fewer: as many flops of `flop`'s shape as the memory plan fits
+    on the device (each flop planned as a spot of its own)."""
+    if options.batch == 1:
+        return 1
+    import cfrjax
+    from cfrjax.memory import device_free_bytes, memory_plan
+
+    _, game = _build(tree, flop)
+    free, _ = device_free_bytes()
+    plan = memory_plan(game, cfrjax.init(game, rule=options.rule, order=options.order, dtype=options.dtype))
+    fits = options.batch if free is None else int(free / 1.1 // max(plan.total_bytes, 1))
+    return max(1, min(options.batch, fits))
 
 
 def worker_flops(flops: np.ndarray, weights: np.ndarray, worker: int, num_workers: int):
@@ -186,12 +314,30 @@ def run_report(tree: str, flops="stratified", out: str = "report", *, options: R
     todo = [(f, w) for f, w in zip(mine, weights)
             if not os.path.exists(os.path.join(folder, flop_str(f) + ".json"))]
     solved = []
-    for flop, weight in tqdm(todo, desc="flops", unit="flop", disable=not progress):
-        record, root = flop_record(tree, flop, int(weight), options)
-        base = os.path.join(folder, record["flop"])
-        root.save_npz(base + ".npz")                        # the report first: a record means both are there
-        atomic_write(base + ".json", lambda f: f.write(json.dumps(record, indent=1)), text=True)
-        solved.append(record["flop"])
+    batch = _batch_size(tree, todo[0][0], options) if todo else 1
+    pending: dict = {}                               # shape -> [(flop, weight)] waiting for a batch
+
+    def flush(group):
+        for record, root in flop_records(tree, [f for f, _, _ in group], [w for _, w, _ in group], options,
+                                         [b for _, _, b in group]):
+            base = os.path.join(folder, record["flop"])
+            root.save_npz(base + ".npz")                    # the report first: a record means both are there
+            atomic_write(base + ".json", lambda f: f.write(json.dumps(record, indent=1)), text=True)
+            solved.append(record["flop"])
+            bar.update(1)
+
+    with tqdm(total=len(todo), desc="flops", unit="flop", disable=not progress) as bar:
+        for flop, weight in todo:
+            built = _build(tree, flop)
+            if batch == 1:
+                flush([(flop, weight, built)])
+                continue
+            key = _shape(built[1])
+            pending.setdefault(key, []).append((flop, weight, built))
+            if len(pending[key]) == batch:
+                flush(pending.pop(key))
+        for group in pending.values():
+            flush(group)
     return solved
 
 
