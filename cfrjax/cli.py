@@ -226,8 +226,11 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default=None, metavar="DIR",
                     help="report folder: flops/<flop>.json and .npz per flop (kept: a solved flop is never solved "
                          "again), report.csv, summary.json, bet_frequency.png, ev.png")
-    rp.add_argument("--worker", type=int, default=0, metavar="I", help="this worker, 0..N-1: flops I, I+N, ...")
-    rp.add_argument("--num-workers", type=int, default=1, metavar="N", help="independent workers sharing --out")
+    rp.add_argument("--worker", type=int, default=None, metavar="I",
+                    help="this worker, 0..N-1: flops I, I+N, ... of the set (default: $SLURM_ARRAY_TASK_ID's place in "
+                         "the job array, else 0)")
+    rp.add_argument("--num-workers", type=int, default=None, metavar="N",
+                    help="independent workers sharing --out (default: $SLURM_ARRAY_TASK_COUNT, else 1)")
     rp.add_argument("--flop", default=None, help="with `show`: one flop's root, hand by hand")
     rp.add_argument("--player", type=int, choices=(0, 1), default=None, help="with `show --flop`: whose hands")
     rp.add_argument("--sort", choices=SHOW_SORTS, default="equity", help="with `show --flop`: row order")

@@ -147,7 +147,7 @@ def test_two_workers_write_what_one_does(tree, whole, tmp_path, capsys):
     (["--flops", "Ks7h2c,Kd7h2s"], "same flop up to suits"),
     (["--target=-1%"], "target '-1%'"),
     (["--rule", "cfr++"], "bad rule 'cfr++'"),
-    (["--worker", "2", "--num-workers", "2"], "bad worker 2 of 2"),
+    (["--worker", "2", "--num-workers", "2"], "worker 2 must be an integer in 0..1"),
     (["--batch", "0"], "bad batch 0"),
 ])
 def test_bad_input_is_one_line(tree, tmp_path, capsys, argv, words):

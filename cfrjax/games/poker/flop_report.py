@@ -290,22 +290,30 @@ def _batch_size(tree: str, flop, options: ReportOptions) -> int:
 
 
 def worker_flops(flops: np.ndarray, weights: np.ndarray, worker: int, num_workers: int):
-    """The flops of `worker` (flop `i` belongs to worker `i % num_workers`)."""
-    if not isinstance(num_workers, int) or num_workers < 1 or not isinstance(worker, int) or \
-            not 0 <= worker < num_workers:
-        raise ValueError(f"bad worker {worker!r} of {num_workers!r}; allowed: 0 <= worker < num_workers, "
-                         "num_workers >= 1")
-    return flops[worker::num_workers], weights[worker::num_workers]
+    """The flops of `worker` (flop `i` belongs to worker `i % num_workers`, as
+    `cfrjax.datagen.worker_shards` deals shards)."""
+    from cfrjax.datagen.shards import worker_shards
+
+    mine = np.asarray(worker_shards(len(flops), worker, num_workers), np.int64)
+    return flops[mine], weights[mine]
 
 
 def run_report(tree: str, flops="stratified", out: str = "report", *, options: ReportOptions = ReportOptions(),
-               worker: int = 0, num_workers: int = 1, progress: bool = False, num_flops: int = 25) -> list[str]:
+               worker: int | None = None, num_workers: int | None = None, progress: bool = False,
+               num_flops: int = 25) -> list[str]:
     """Solve `tree` on this worker's flops not yet in `out` (module docstring); returns the
-    names of the flops solved by this call."""
+    names of the flops solved by this call. `worker` / `num_workers` default to a SLURM
+    job array's (`cfrjax.datagen.worker_from_env`), else 0 of 1."""
     from tqdm import tqdm
 
     from cfrjax.games.poker.toml import load_poker_config
 
+    from cfrjax.datagen.shards import worker_from_env
+
+    if worker is None or num_workers is None:
+        env_worker, env_workers = worker_from_env()
+        worker = env_worker if worker is None else worker
+        num_workers = env_workers if num_workers is None else num_workers
     all_flops, all_weights = flop_set(flops, num_flops)
     mine, weights = worker_flops(all_flops, all_weights, worker, num_workers)
     load_poker_config(tree, board=flop_str(mine[0]) if len(mine) else "2s3h4d")    # a bad tree fails before solving
