@@ -149,7 +149,8 @@ def flop_set(which, n: int = 25) -> tuple[np.ndarray, np.ndarray]:
     reps = np.array([canonical_flop(x) for x in items])
     keys = _keys(reps)
     if len(np.unique(keys)) != len(keys):
-        dup = flop_str(reps[np.flatnonzero(np.bincount(np.unique(keys, return_inverse=True)[1]) > 1)[0]])
+        _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+        dup = flop_str(reps[first[np.flatnonzero(counts > 1)[0]]])
         raise PokerSpecError(f"bad flops {which!r}: two of them are the same flop up to suits ({dup})")
     all_flops, weights = flop_classes()
     return reps, weights[np.searchsorted(_keys(all_flops), keys)]
