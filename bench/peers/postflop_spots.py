@@ -201,7 +201,7 @@ def host_cpu() -> str | None:
         return None
 
 
-def driver(stage: str = STAGE, build_dir: str = DEFAULT_BUILD, rustflags: str = RUSTFLAGS,
+def driver(stage: str = STAGE, build_dir: str = os.path.join(DEFAULT_BUILD, "native"), rustflags: str = RUSTFLAGS,
            exe: str | None = None) -> dict:
     """The driver to run here: `{"exe", "rustflags", "how", "postflop_solver", "rustc"}`
     (`exe` None and `skipped`: why, when there is none). `exe` given: that binary (its
@@ -238,6 +238,151 @@ def _build_info(d: str) -> dict:
     return json.load(open(p)) if os.path.isfile(p) else {}
 
 
+
+# ---------------------------------------------------------------- shared pieces
+
+#: Runs cfrjax's command line in this process and prints the process's peak resident memory
+#: (VmHWM; `wait4`'s ru_maxrss of a vfork'd child counts the parent's) to stderr.
+_CLI = ("import sys\nfrom cfrjax.cli import main\ntry:\n    rc = main(sys.argv[1:])\nfinally:\n"
+        "    hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+        "    print('cfrjax-bench VmHWM_kB', hwm[0] if hwm else 0, file=sys.stderr)\nsys.exit(rc)\n")
+
+
+def cfrjax_cli(argv: list, timeout: float | None = None, prefix=()) -> dict:
+    """`python -m cfrjax ARGV` (ARGV with `--json`) in a fresh process (this checkout's
+    cfrjax): its JSON record plus `process_wall_s`, `peak_rss_bytes` and `command`; on a
+    failure `{"failed": the last lines of stderr, "rc"}`."""
+    cmd = list(prefix) + [sys.executable, "-c", _CLI] + [str(a) for a in argv]
+    out = run_measured(cmd, env=dict(os.environ, PYTHONUNBUFFERED="1"), timeout=timeout)
+    m = re.search(r"cfrjax-bench VmHWM_kB (\d+)", out["stderr"])
+    rss = int(m.group(1)) * 1024 if m else None
+    base = dict(process_wall_s=out["wall_s"], peak_rss_bytes=rss,
+                command=" ".join(list(prefix) + ["python -m cfrjax"] + [str(a) for a in argv]))
+    lines = [x for x in out["stdout"].splitlines() if x.startswith("{")]
+    if out["rc"] != 0 or not lines:
+        err = [x for x in out["stderr"].splitlines() if not x.startswith("cfrjax-bench")]
+        return dict(base, failed=" | ".join(err[-3:])[-1500:], rc=out["rc"])
+    return dict(json.loads(lines[-1]), **base)
+
+
+def environment(drv: dict | None = None) -> dict:
+    """What every record carries: the machine, the commit, XLA's CPU thread setting, the
+    driver's rustflags and versions."""
+    commit = os.environ.get("CFRJAX_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip() or None
+    env = dict(host_cpu=_cpu_model(), cpu_count=os.cpu_count(), commit=commit,
+               xla_flags=os.environ.get("XLA_FLAGS"), date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    if drv:
+        env.update(rustflags=drv.get("rustflags"), driver=drv.get("how"),
+                   versions=dict(postflop_solver=drv.get("postflop_solver"), rustc=drv.get("rustc")))
+    return env
+
+
+def idle_baseline(timeout: float = 300) -> dict:
+    """JAX's idle RSS: a process that imported cfrjax and solved Kuhn poker (issue 50's
+    reference for peak RSS)."""
+    r = cfrjax_cli(["solve", "kuhn_poker", "--iterations", "10", "--json", "--compile-cache", "off"], timeout)
+    return dict(kind="baseline", arm="cfrjax idle (Kuhn poker, 10 iterations)", peak_rss_bytes=r.get("peak_rss_bytes"),
+                device=r.get("device"), jax=r.get("jax"), command=r["command"], **({"failed": r["failed"]}
+                                                                                    if "failed" in r else {}))
+
+
+def spot_hands(spec: str) -> list:
+    """Each player's live combos in cfrjax's reading of the spec's ranges."""
+    import numpy as np
+
+    from cfrjax.games.poker import load_poker_config
+    from cfrjax.games.poker.ranges import resolve_range
+    cfg = load_poker_config(spec)
+    return [int(np.count_nonzero(resolve_range(r if r is not None else "any", cfg.board, player=p)))
+            for p, r in enumerate((cfg.range0, cfg.range1))]
+
+
+def target_chips(spec: str, pct: float) -> float:
+    from cfrjax.games.poker import load_poker_config
+    return pct / 100 * float(load_poker_config(spec).pot)
+
+
+def same_tree(spot: str, pf: dict, cj: dict, hands: list) -> dict:
+    """Whether the two solvers built the same tree: decision nodes (postflop-solver's per
+    street, summed, as if no isomorphism merged them; cfrjax's public decision nodes, its
+    record's `infosets`), each player's hands, and the two root values within the sum of both
+    exploitabilities (each solver's own)."""
+    n_pf, n_cj = sum(pf["decision_nodes"]), cj.get("infosets")
+    v_pf, v_cj = pf["current_ev"][0], cj.get("value")
+    e_pf, e_cj = pf["exploitability"], cj.get("exploitability")
+    values_ok = None if v_cj is None else bool(abs(v_pf - v_cj) <= e_pf + e_cj)
+    return dict(kind="same_tree", spot=spot, decision_nodes=dict(postflop_solver=n_pf, per_street=pf["decision_nodes"],
+                                                                cfrjax=n_cj, equal=n_pf == n_cj),
+                hands=dict(postflop_solver=pf["num_hands"], cfrjax=hands, equal=list(pf["num_hands"]) == hands),
+                values=dict(postflop_solver=v_pf, cfrjax=v_cj, gap=None if v_cj is None else abs(v_pf - v_cj),
+                            exploitabilities=[e_pf, e_cj], within=values_ok),
+                ok=bool(n_pf == n_cj and list(pf["num_hands"]) == hands and values_ok))
+
+
+def postflop_record(drv: dict, spot: dict, spec: str, threads: int, max_iterations: int, target: float,
+                    eval_every: int = 10, prefix=(), extra=()) -> dict:
+    """postflop-solver on `spot` to `target` chips (its exploitability every `eval_every`
+    iterations, at most `max_iterations`), as a record."""
+    r = run_driver(drv["exe"], spot, max_iterations, threads, eval_every=eval_every, prefix=prefix,
+                   extra=["--target", repr(target), *extra])
+    curve = r.pop("curve")
+    hit = next((c for c in curve if c[2] <= target), None)
+    r.update(arm="postflop-solver", spot=os.path.basename(spec)[:-5], pot=spot["pot"], target_chips=target,
+             target_reached=hit is not None, iterations_to_target=hit[0] if hit else None,
+             solve_s_to_target=hit[1] if hit else None, wall_s_to_target=r["wall_s"] if hit else None,
+             exploitability_pct_pot=100 * r["exploitability"] / spot["pot"], curve=curve,
+             device=f"CPU: {_cpu_model()} ({os.cpu_count()} cores), {threads} thread{'s' if threads > 1 else ''}",
+             pinning=" ".join(prefix) or None,
+             note="solve_s: the iterations alone; wall_s: from the driver's start (tree, allocation, iterations, "
+                  "evaluations between them); process_wall_s: the process from the call")
+    return r
+
+
+# ---------------------------------------------------------------- arm: spots
+
+def spots_arm(a, drv: dict) -> list:
+    env = environment(drv)
+    records = [dict(idle_baseline(a.timeout), **env)]
+    idle = records[0].get("peak_rss_bytes")
+    print("baseline:", records[0].get("peak_rss_bytes"), flush=True)
+    for spec in a.spots:
+        name = os.path.basename(spec)[:-5]
+        spot = spot_of_spec(spec, range_strings=True)
+        target = target_chips(spec, a.target_pct)
+        pf = None
+        if drv.get("exe") and "postflop" in a.arms:
+            pf = dict(postflop_record(drv, spot, spec, a.threads, a.max_iterations, target), **env)
+            records.append(pf)
+            print(f"postflop: {name}: {pf['iterations']} it, {pf['exploitability_pct_pot']:.3f}% pot, "
+                  f"{pf['ms_per_iter']:.3f} ms/iter, wall {pf['wall_s']:.3f} s, memory {pf['memory_bytes_32bit']} / "
+                  f"{pf['memory_bytes_16bit']} B, nodes {pf['decision_nodes']}", flush=True)
+        if "cfrjax" not in a.arms:
+            continue
+        cache = tempfile.mkdtemp(prefix="cfrjax-cache-")
+        last = None
+        for run in ("cold", "warm"):
+            argv = ["solve", spec, "--rule", "dcfr-postflop", "--eval-every", "10", "--target", f"{a.target_pct}%",
+                    "--max-iterations", str(a.max_iterations), "--json", "--compile-cache", cache, *a.cfrjax_args]
+            c = cfrjax_cli(argv, a.timeout)
+            c.update(arm="cfrjax", run=run, spot=name, idle_rss_bytes=idle,
+                     peak_rss_above_idle=None if c.get("peak_rss_bytes") is None or idle is None
+                     else c["peak_rss_bytes"] - idle, **env)
+            records.append(c)
+            print(f"cfrjax: {name} {run}: " + (f"failed: {c['failed']}" if "failed" in c else
+                  f"{c.get('iterations')} it, {c.get('exploitability_pct_pot', float('nan')):.3f}% pot, "
+                  f"{c.get('ms_per_iter', float('nan')):.3f} ms/iter, to target {c.get('seconds_to_target')} s, "
+                  f"process {c['process_wall_s']:.2f} s, RSS {c.get('peak_rss_bytes')}, device "
+                  f"{c.get('peak_device_bytes')}"), flush=True)
+            last = c if "failed" not in c else last
+        shutil.rmtree(cache, ignore_errors=True)
+        if pf and last:
+            chk = dict(same_tree(name, pf, last, spot_hands(spec)), **env)
+            records.append(chk)
+            print("same tree:", json.dumps({k: chk[k] for k in ("decision_nodes", "hands", "values", "ok")}), flush=True)
+    return records
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -248,11 +393,41 @@ def main(argv=None) -> int:
     p.add_argument("--stage", default=STAGE)
     p.add_argument("--build-dir", default=DEFAULT_BUILD)
     p.add_argument("--jobs", type=int, default=2)
+    p = sub.add_parser("spots", help="the realistic spots, postflop-solver and cfrjax one after the other")
+    _run_args(p)
+    p.add_argument("--spots", nargs="+", default=None, help="spec files (default: every .toml of --spots-dir)")
+    p.add_argument("--spots-dir", default=SPOTS_DIR)
+    p.add_argument("--max-iterations", type=int, default=1000)
+    p.add_argument("--arms", nargs="+", default=["postflop", "cfrjax"], choices=["postflop", "cfrjax"])
     a = ap.parse_args(argv)
+    if a.cmd == "spots":
+        a.spots = a.spots or sorted(glob.glob(os.path.join(a.spots_dir, "*.toml")))
+        drv = driver(a.stage, a.build_dir, a.rustflags, a.driver)
+        if drv.get("exe") is None:
+            print("postflop: skipped:", drv["skipped"], flush=True)
+        records = spots_arm(a, drv)
+        postflop_peer.write_records(a.out, records, "spots", append=a.append)
+        return 0
     if a.cmd == "prepare":
         prepare(a.postflop_solver, a.stage, a.cargo_source_dir, a.cpus, a.build_dir, a.jobs)
         return 0
     return 2
+
+
+def _run_args(p):
+    """Options every bench arm takes."""
+    p.add_argument("--out", required=True, help="JSONL file of the records")
+    p.add_argument("--append", action="store_true", help="add to --out instead of rewriting it")
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="postflop-solver's threads (default: all)")
+    p.add_argument("--target-pct", type=float, default=0.5, help="target, percent of the pot")
+    p.add_argument("--timeout", type=float, default=600, help="seconds one cfrjax process may take")
+    p.add_argument("--cfrjax-args", nargs=argparse.REMAINDER, default=[],
+                   help="more `cfrjax solve` options (last on the line), e.g. --hands player")
+    p.add_argument("--stage", default=STAGE)
+    p.add_argument("--build-dir", default=os.path.join(DEFAULT_BUILD, "native"),
+                   help="where cargo builds the driver (outside the repository)")
+    p.add_argument("--rustflags", default=RUSTFLAGS)
+    p.add_argument("--driver", default=None, help="a built driver to use instead")
 
 
 if __name__ == "__main__":
