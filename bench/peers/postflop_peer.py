@@ -220,14 +220,19 @@ def combo_range(spec_name: str, player: int) -> str:
     string of single combos, weights other than 1 after a colon."""
     import cfrjax
     game = cfrjax.load_game(spec_file(spec_name), form="public")
-    w = np.asarray(game.weights, np.float64)[player]
+    return combo_string(game.labels.hand_names, np.asarray(game.weights, np.float64)[player])
+
+
+def combo_string(hand_names, weights) -> str:
+    """Hands (cfrjax's names, "AsKh") and their weights as a postflop-solver range string of
+    single combos, the higher rank first ("QdAc" is refused), weights other than 1 after a
+    colon, hands of weight 0 left out."""
     order = "23456789TJQKA"
 
-    def high_first(n):  # postflop-solver wants the higher rank first ("QdAc" is refused)
+    def high_first(n):
         a, b = n[:2], n[2:]
         return a + b if order.index(a[0]) >= order.index(b[0]) else b + a
-    return ",".join(high_first(n) + ("" if x == 1 else f":{x:.9g}")
-                    for n, x in zip(game.labels.hand_names, w) if x > 0)
+    return ",".join(high_first(n) + ("" if x == 1 else f":{x:.9g}") for n, x in zip(hand_names, weights) if x > 0)
 
 
 

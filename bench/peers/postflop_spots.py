@@ -65,11 +65,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)   # this checkout's cfrjax, not an installed one
 import postflop_peer  # noqa: E402
 from postflop_peer import RUSTFLAGS, run_driver, run_measured, spot_of_spec  # noqa: E402
 
 STAGE = os.path.join(ROOT, ".ab", "peer")
-SPOTS_DIR = os.path.join(os.path.dirname(ROOT), "shared", "spots")
+#: The realistic spots: `shared/spots` in the checkout (the device machine's copy), else beside it.
+SPOTS_DIR = next((d for d in (os.path.join(ROOT, "shared", "spots"), os.path.join(os.path.dirname(ROOT), "shared", "spots"),
+                              "/work/shared/spots") if os.path.isdir(d)), os.path.join(os.path.dirname(ROOT), "shared", "spots"))
 DEFAULT_BUILD = os.path.join(tempfile.gettempdir(), "cfrjax-peers", "postflop-driver")
 #: Processors to prebuild drivers for (LLVM names; H200 hosts are recent Xeons or EPYCs), and
 #: the generic levels picked by the host's flags when its name is not among them.
@@ -253,7 +256,8 @@ def cfrjax_cli(argv: list, timeout: float | None = None, prefix=()) -> dict:
     cfrjax): its JSON record plus `process_wall_s`, `peak_rss_bytes` and `command`; on a
     failure `{"failed": the last lines of stderr, "rc"}`."""
     cmd = list(prefix) + [sys.executable, "-c", _CLI] + [str(a) for a in argv]
-    out = run_measured(cmd, env=dict(os.environ, PYTHONUNBUFFERED="1"), timeout=timeout)
+    path = os.pathsep.join([ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    out = run_measured(cmd, env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=path), timeout=timeout)
     m = re.search(r"cfrjax-bench VmHWM_kB (\d+)", out["stderr"])
     rss = int(m.group(1)) * 1024 if m else None
     base = dict(process_wall_s=out["wall_s"], peak_rss_bytes=rss,
@@ -383,6 +387,75 @@ def spots_arm(a, drv: dict) -> list:
     return records
 
 
+
+# ---------------------------------------------------------------- arm: batch
+
+_BATCH_RANGES = ("import sys, json, numpy as np, cfrjax\nfrom cfrjax.multihost import random_batch\n"
+                 "g = cfrjax.load_game(sys.argv[1])\nw = np.asarray(random_batch(g, int(sys.argv[2]), int(sys.argv[3])).weights)\n"
+                 "np.savez(sys.argv[4], weights=w, hands=np.array(g.labels.hand_names))\n")
+
+
+def batch_ranges(spec: str, batch: int, seed: int, path: str) -> int:
+    """Write `path`: the driver's ranges file of `cfrjax solve-batch SPEC --batch B --seed S`'s
+    subgames (`cfrjax.multihost.random_batch`'s weights over the game's hand list, read in a CPU
+    process), one line per subgame. Returns the number of lines."""
+    import numpy as np
+    with tempfile.TemporaryDirectory() as d:
+        npz = os.path.join(d, "w.npz")
+        out = run_measured([sys.executable, "-c", _BATCH_RANGES, spec, str(batch), str(seed), npz],
+                           env=dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT))
+        if out["rc"] != 0:
+            raise RuntimeError(f"batch ranges: {out['stderr'][-1000:]}")
+        z = np.load(npz)
+        w, hands = z["weights"].astype(np.float64), [str(h) for h in z["hands"]]
+    with open(path, "w") as f:
+        for b in range(w.shape[0]):
+            f.write(postflop_peer.combo_string(hands, w[b, 0]) + "\t" + postflop_peer.combo_string(hands, w[b, 1]) + "\n")
+    return w.shape[0]
+
+
+def batch_arm(a, drv: dict) -> list:
+    env = environment(drv)
+    spec, name = a.spot, os.path.basename(a.spot)[:-5]
+    target = target_chips(spec, a.target_pct)
+    records = []
+    if drv.get("exe") and "postflop" in a.arms:
+        spot = spot_of_spec(spec, range_strings=True)
+        with tempfile.TemporaryDirectory() as d:
+            rf = os.path.join(d, "ranges.txt")
+            n = batch_ranges(spec, a.batch, a.seed, rf)
+            r = run_driver(drv["exe"], {k: v for k, v in spot.items() if k not in ("range0", "range1")},
+                           a.max_iterations, a.threads, eval_every=10, extra=["--target", repr(target), "--ranges-file", rf])
+        per = r.pop("per_spot")
+        r.update(arm="postflop-solver", bench="batch", spot=name, seed=a.seed, batch=n, target_chips=target,
+                 iterations_mean=sum(p[0] for p in per) / n, solve_s_total=sum(p[1] for p in per),
+                 exploitability_max=max(p[2] for p in per), per_spot=per,
+                 device=f"CPU: {_cpu_model()} ({os.cpu_count()} cores), {a.threads} threads",
+                 note="each spot built, allocated and solved to the target (exploitability every 10 iterations) one "
+                      "after the other in one process; spots_per_s = spots / wall_s of that loop", **env)
+        records.append(r)
+        print(f"postflop: batch {n} x {name}: {r['spots_per_s']:.1f} spots/s, wall {r['wall_s']:.3f} s, "
+              f"{r['reached']} reached, mean {r['iterations_mean']:.1f} it", flush=True)
+    if "cfrjax" in a.arms:
+        cache = tempfile.mkdtemp(prefix="cfrjax-cache-")
+        for run in ("cold", "warm"):
+            with tempfile.TemporaryDirectory() as out:
+                argv = ["solve-batch", spec, "--batch", str(a.batch), "--out", out, "--seed", str(a.seed),
+                        "--target", f"{a.target_pct}%", "--iterations", str(a.max_iterations), "--rule", "dcfr-postflop",
+                        "--json", "--compile-cache", cache, *a.cfrjax_args]
+                c = cfrjax_cli(argv, a.timeout)
+            c.update(arm="cfrjax", bench="batch", run=run, spot=name, target_chips=target,
+                     spots_per_s_process=None if "failed" in c else a.batch / c["process_wall_s"],
+                     spots_per_s_wall=None if "failed" in c or not c.get("wall_s") else a.batch / c["wall_s"], **env)
+            records.append(c)
+            print(f"cfrjax: batch {a.batch} x {name} {run}: " + (f"failed: {c['failed']}" if "failed" in c else
+                  f"{c['spots_per_s_process']:.1f} spots/s from the call ({c['process_wall_s']:.2f} s), "
+                  f"{c['spots_per_s_wall']:.1f} in its wall_s, stopped {c.get('stopped')}, max exploitability "
+                  f"{c.get('exploitability_max')}"), flush=True)
+        shutil.rmtree(cache, ignore_errors=True)
+    return records
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -399,7 +472,18 @@ def main(argv=None) -> int:
     p.add_argument("--spots-dir", default=SPOTS_DIR)
     p.add_argument("--max-iterations", type=int, default=1000)
     p.add_argument("--arms", nargs="+", default=["postflop", "cfrjax"], choices=["postflop", "cfrjax"])
+    p = sub.add_parser("batch", help="issue 50: river spots in one cfrjax batch vs postflop-solver one after the other")
+    _run_args(p)
+    p.add_argument("--spot", default=os.path.join(SPOTS_DIR, "srp_Qs7h2c9d3s_river.toml"))
+    p.add_argument("--batch", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-iterations", type=int, default=1000)
+    p.add_argument("--arms", nargs="+", default=["postflop", "cfrjax"], choices=["postflop", "cfrjax"])
     a = ap.parse_args(argv)
+    if a.cmd == "batch":
+        drv = driver(a.stage, a.build_dir, a.rustflags, a.driver)
+        postflop_peer.write_records(a.out, batch_arm(a, drv), "batch", append=a.append)
+        return 0
     if a.cmd == "spots":
         a.spots = a.spots or sorted(glob.glob(os.path.join(a.spots_dir, "*.toml")))
         drv = driver(a.stage, a.build_dir, a.rustflags, a.driver)
