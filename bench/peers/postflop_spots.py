@@ -456,6 +456,103 @@ def batch_arm(a, drv: dict) -> list:
     return records
 
 
+
+# ---------------------------------------------------------------- arm: cpu2 (issue 51)
+
+#: Solves each spec given after the options' JSON in one process, in order, printing each
+#: record with `call_wall_s`: the wall of that `cfrjax solve` call (build, trace, compile or
+#: not, solve and evaluations).
+_SEQUENCE = ("import sys, io, json, time, contextlib\nfrom cfrjax.cli import main\nopts = json.loads(sys.argv[1])\n"
+             "for spec in sys.argv[2:]:\n    buf = io.StringIO()\n    t0 = time.perf_counter()\n"
+             "    with contextlib.redirect_stdout(buf):\n        rc = main(['solve', spec] + opts)\n"
+             "    wall = time.perf_counter() - t0\n"
+             "    rec = json.loads([l for l in buf.getvalue().splitlines() if l.startswith('{')][-1])\n"
+             "    print(json.dumps(dict(rec, call_wall_s=wall, rc=rc)), flush=True)\n")
+
+
+def moved_board(board: str, shift: int = 1) -> str:
+    """`board` with every rank moved `shift` places up (mod 13), suits kept: a board of the
+    same street and suit pattern (the same shape class), other cards."""
+    ranks = "23456789TJQKA"
+    return " ".join(ranks[(ranks.index(c[0]) + shift) % 13] + c[1] for c in board.split())
+
+
+def second_spec(spec: str, board: str, out_dir: str) -> str:
+    """A copy of the spec file in `out_dir` with another `board` (and name)."""
+    with open(spec) as f:
+        text = f.read()
+    text, n = re.subn(r'(?m)^board\s*=\s*"[^"]*"', f'board = "{board}"', text)
+    if n != 1:
+        raise ValueError(f"{spec}: no single `board = \"...\"` line to replace")
+    text = re.sub(r'(?m)^name\s*=\s*"([^"]*)"', lambda m: f'name = "{m.group(1)}_second"', text)
+    path = os.path.join(out_dir, os.path.basename(spec)[:-5] + "_second.toml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def cpu2_arm(a, drv: dict) -> list:
+    env = environment(drv)
+    records = []
+    pin = shutil.which("taskset")
+    one, both = (["taskset", "-c", "0"], ["taskset", "-c", "0,1"]) if pin else ((), ())
+    for spec in a.spots:
+        name = os.path.basename(spec)[:-5]
+        spot = spot_of_spec(spec, range_strings=True)
+        target = target_chips(spec, a.target_pct)
+        board2 = a.second_board or moved_board(spot["board"])
+        with tempfile.TemporaryDirectory() as d:
+            spec2 = second_spec(spec, board2, d)
+            # (a) wall to the target: cfrjax's second spot of the class in one process, postflop-solver on 2 threads
+            cache = os.path.join(d, "cache")
+            opts = ["--rule", "dcfr-postflop", "--eval-every", "10", "--target", f"{a.target_pct}%", "--max-iterations",
+                    str(a.max_iterations), "--json", "--compile-cache", cache, *a.cfrjax_args]
+            path = os.pathsep.join([ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+            out = run_measured(list(both) + [sys.executable, "-c", _SEQUENCE, json.dumps(opts), spec, spec2],
+                               env=dict(os.environ, PYTHONPATH=path), timeout=a.timeout)
+            recs = [json.loads(x) for x in out["stdout"].splitlines() if x.startswith("{")]
+            cmd = " ".join(list(both) + ["python -c <solve each in one process>", " ".join(opts), spec, "<second>"])
+            for k, r in enumerate(recs):
+                r.update(arm="cfrjax", bench="cpu2 wall to target", spot=name, board=r.get("board"),
+                         which="first (compiles)" if k == 0 else f"second of the shape class ({board2}), same process",
+                         pinning=" ".join(both) or None, command=cmd, **env)
+                records.append(r)
+            if len(recs) < 2:
+                records.append(dict(arm="cfrjax", bench="cpu2 wall to target", spot=name, failed=out["stderr"][-1500:],
+                                    command=cmd, **env))
+            print(f"cfrjax: {name}: second spot ({board2}) in the same process: " + (
+                f"{recs[1]['call_wall_s']:.3f} s from the call, {recs[1].get('iterations')} it, compile "
+                f"{recs[1].get('compile_s')} s ({recs[1].get('compile_cache')}); first {recs[0]['call_wall_s']:.2f} s"
+                if len(recs) > 1 else "failed: " + out["stderr"][-300:]), flush=True)
+            if drv.get("exe"):
+                for sp, which in ((spot, "first"), (spot_of_spec(spec2, range_strings=True), f"second ({board2})")):
+                    r = postflop_record(drv, sp, spec, 2, a.max_iterations, target, prefix=both)
+                    r.update(bench="cpu2 wall to target", which=which, **env)
+                    records.append(r)
+                    print(f"postflop: {name} {which}, 2 threads: wall {r['wall_s']:.4f} s (process "
+                          f"{r['process_wall_s']:.4f} s), {r['iterations']} it, {r['exploitability_pct_pot']:.3f}% pot",
+                          flush=True)
+        # (b) ms/iter: one core (cfrjax pinned, postflop-solver 1 thread pinned) and two
+        n = a.speed_iterations or (2000 if spot["board"].count(" ") == 4 else 200)
+        cache = tempfile.mkdtemp(prefix="cfrjax-cache-")
+        for cores, prefix, th in (("1 core", one, 1), ("2 cores", both, 2)):
+            c = cfrjax_cli(["solve", spec, "--rule", "dcfr-postflop", "--iterations", str(n), "--eval-every", str(n),
+                            "--json", "--compile-cache", cache, *a.cfrjax_args], a.timeout, prefix=prefix)
+            c.update(arm="cfrjax", bench="cpu2 ms/iter", spot=name, cores=cores, pinning=" ".join(prefix) or None, **env)
+            records.append(c)
+            if drv.get("exe"):
+                r = run_driver(drv["exe"], spot, n, th, prefix=prefix)
+                r.update(arm="postflop-solver", bench="cpu2 ms/iter", spot=name, cores=cores, pinning=" ".join(prefix) or None,
+                         device=f"CPU: {_cpu_model()}, {th} thread{'s' if th > 1 else ''}", **env)
+                r.pop("curve", None)
+                records.append(r)
+            print(f"{name} {cores}: cfrjax " + (f"failed: {c['failed']}" if "failed" in c else
+                  f"{c.get('ms_per_iter', float('nan')):.3f} ms/iter") +
+                  (f", postflop-solver {r['ms_per_iter']:.3f} ms/iter" if drv.get("exe") else ""), flush=True)
+        shutil.rmtree(cache, ignore_errors=True)
+    return records
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -479,7 +576,21 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-iterations", type=int, default=1000)
     p.add_argument("--arms", nargs="+", default=["postflop", "cfrjax"], choices=["postflop", "cfrjax"])
+    p = sub.add_parser("cpu2", help="issue 51 on the 2-core CPU: wall to the target, second spot of a class; ms/iter")
+    _run_args(p)
+    p.add_argument("--spots", nargs="+", default=None,
+                   help="spec files (default: the turn and river of --spots-dir)")
+    p.add_argument("--spots-dir", default=SPOTS_DIR)
+    p.add_argument("--second-board", default=None, help="the second spot's board (default: ranks moved up one)")
+    p.add_argument("--max-iterations", type=int, default=1000)
+    p.add_argument("--speed-iterations", type=int, default=None, help="iterations of the ms/iter runs "
+                   "(default: 2000 on a river, 200 on a turn)")
     a = ap.parse_args(argv)
+    if a.cmd == "cpu2":
+        a.spots = a.spots or [os.path.join(a.spots_dir, f) for f in ("srp_Qs7h2c9d_turn.toml", "srp_Qs7h2c9d3s_river.toml")]
+        drv = driver(a.stage, a.build_dir, a.rustflags, a.driver)
+        postflop_peer.write_records(a.out, cpu2_arm(a, drv), "cpu2", append=a.append)
+        return 0
     if a.cmd == "batch":
         drv = driver(a.stage, a.build_dir, a.rustflags, a.driver)
         postflop_peer.write_records(a.out, batch_arm(a, drv), "batch", append=a.append)
