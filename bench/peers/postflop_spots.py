@@ -11,6 +11,7 @@ network:
                      source (`--cargo-source-dir`, default /usr/share/cargo/registry)
   bin/<cpu>/         drivers built here with `-C target-cpu=<cpu>`, for a machine without
                      cargo (`--cpus`), each with `build.json` (rustflags, rustc)
+  spots/             a copy of the realistic spots (`--spots-dir`), for a machine without them
 
 On the machine that runs the bench, `driver()` builds the driver from the stage with
 `-C target-cpu=native` where cargo is found (offline, into `--build-dir` outside the
@@ -64,15 +65,16 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+STAGE = os.path.join(ROOT, ".ab", "peer")
 sys.path.insert(0, HERE)
 sys.path.insert(0, ROOT)   # this checkout's cfrjax, not an installed one
 import postflop_peer  # noqa: E402
 from postflop_peer import RUSTFLAGS, run_driver, run_measured, spot_of_spec  # noqa: E402
 
-STAGE = os.path.join(ROOT, ".ab", "peer")
-#: The realistic spots: `shared/spots` in the checkout (the device machine's copy), else beside it.
+#: The realistic spots: `shared/spots` in the checkout (the device machine's copy), else beside
+#: it, else the stage's copy.
 SPOTS_DIR = next((d for d in (os.path.join(ROOT, "shared", "spots"), os.path.join(os.path.dirname(ROOT), "shared", "spots"),
-                              "/work/shared/spots") if os.path.isdir(d)), os.path.join(os.path.dirname(ROOT), "shared", "spots"))
+                              os.path.join(STAGE, "spots")) if os.path.isdir(d)), os.path.join(STAGE, "spots"))
 DEFAULT_BUILD = os.path.join(tempfile.gettempdir(), "cfrjax-peers", "postflop-driver")
 #: Processors to prebuild drivers for (LLVM names; H200 hosts are recent Xeons or EPYCs), and
 #: the generic levels picked by the host's flags when its name is not among them.
@@ -115,7 +117,7 @@ def _rustc() -> str | None:
 
 
 def prepare(solver_dir: str, stage: str = STAGE, cargo_source_dir: str = "/usr/share/cargo/registry",
-            cpus=CPUS, build_dir: str = DEFAULT_BUILD, jobs: int = 2, log=print) -> dict:
+            cpus=CPUS, build_dir: str = DEFAULT_BUILD, jobs: int = 2, spots_dir: str = SPOTS_DIR, log=print) -> dict:
     """Stage the checkout, the crates and prebuilt drivers in `stage` (see the module
     docstring); returns `{"cpus": [...built], "bytes": size of the stage}`."""
     solver_dir = os.path.abspath(os.path.expanduser(solver_dir))
@@ -145,6 +147,10 @@ def prepare(solver_dir: str, stage: str = STAGE, cargo_source_dir: str = "/usr/s
         if remote:
             shutil.copytree(os.path.join(cargo_source_dir, f"{name}-{version}"), os.path.join(reg, f"{name}-{version}"))
     log(f"postflop: {len(os.listdir(reg))} crates -> {reg}")
+    spots = os.path.join(stage, "spots")
+    if os.path.abspath(spots_dir) != os.path.abspath(spots):
+        shutil.rmtree(spots, ignore_errors=True)
+        shutil.copytree(spots_dir, spots)
     built = []
     for cpu in cpus:
         flags = f"-C target-cpu={cpu} -A dangerous_implicit_autorefs"
@@ -563,6 +569,7 @@ def main(argv=None) -> int:
     p.add_argument("--stage", default=STAGE)
     p.add_argument("--build-dir", default=DEFAULT_BUILD)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--spots-dir", default=SPOTS_DIR)
     p = sub.add_parser("spots", help="the realistic spots, postflop-solver and cfrjax one after the other")
     _run_args(p)
     p.add_argument("--spots", nargs="+", default=None, help="spec files (default: every .toml of --spots-dir)")
@@ -604,7 +611,7 @@ def main(argv=None) -> int:
         postflop_peer.write_records(a.out, records, "spots", append=a.append)
         return 0
     if a.cmd == "prepare":
-        prepare(a.postflop_solver, a.stage, a.cargo_source_dir, a.cpus, a.build_dir, a.jobs)
+        prepare(a.postflop_solver, a.stage, a.cargo_source_dir, a.cpus, a.build_dir, a.jobs, a.spots_dir)
         return 0
     return 2
 
