@@ -21,6 +21,10 @@ records name the rustflags and how the driver was made.
 
 Arms (each record: device, threads, versions, commit, rustflags, command):
 
+  tree    per spot, postflop-solver's tree alone (nothing allocated): decision nodes per street,
+          hands, `memory_usage()` in 32-bit and 16-bit; beside cfrjax's hands and, with
+          `--cfrjax-nodes`, its decision nodes per street from the built game's labels.
+
   spots   per spot of `--spots-dir` (cfrjax's spec files): postflop-solver on `--threads`
           threads to `--target` (0.5% of the pot) with its exact exploitability every 10
           iterations (`--max-iterations` the cap): decision nodes per street, hand counts,
@@ -349,6 +353,44 @@ def postflop_record(drv: dict, spot: dict, spec: str, threads: int, max_iteratio
     return r
 
 
+
+# ---------------------------------------------------------------- arm: tree (no solve)
+
+#: cfrjax's decision nodes per street of a spec, from the built game's labels (a node's code
+#: holds "/card/" per card dealt below the spot's street), in a CPU process.
+_NODES = ("import sys, json, collections, cfrjax\ng = cfrjax.load_game(sys.argv[1])\n"
+          "c = collections.Counter(code.count('/') // 2 for code, *_ in g.labels.decision_nodes())\n"
+          "print(json.dumps([c[k] for k in range(max(c) + 1)]))\n")
+
+
+def cfrjax_decision_nodes(spec: str, timeout: float | None = None) -> list | str:
+    """cfrjax's decision nodes per street of `spec` (`_NODES`), or why not (a string)."""
+    out = run_measured([sys.executable, "-c", _NODES, spec], env=dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=ROOT),
+                       timeout=timeout)
+    return json.loads(out["stdout"].strip().splitlines()[-1]) if out["rc"] == 0 else out["stderr"][-500:]
+
+
+def tree_arm(a, drv: dict) -> list:
+    """Per spot: postflop-solver's tree alone (decision nodes per street, hands,
+    `memory_usage()`; nothing allocated), beside cfrjax's hands and (`--cfrjax-nodes`) its
+    decision nodes per street."""
+    env = environment(drv)
+    records = []
+    for spec in a.spots:
+        name = os.path.basename(spec)[:-5]
+        r = run_driver(drv["exe"], spot_of_spec(spec, range_strings=True), 0, 1)
+        hands = spot_hands(spec)
+        r.update(arm="postflop-solver", bench="tree", spot=name, cfrjax_hands=hands, hands_equal=list(r["num_hands"]) == hands,
+                 **env)
+        if a.cfrjax_nodes:
+            nodes = cfrjax_decision_nodes(spec, a.timeout)
+            r.update(cfrjax_decision_nodes=nodes, decision_nodes_equal=nodes == r["decision_nodes"])
+        records.append(r)
+        print(f"{name}: postflop-solver nodes {r['decision_nodes']}, hands {r['num_hands']} (cfrjax {hands}), memory "
+              f"{r['memory_bytes_32bit'] / 1e9:.3f} / {r['memory_bytes_16bit'] / 1e9:.3f} GB"
+              + (f", cfrjax nodes {r['cfrjax_decision_nodes']}" if a.cfrjax_nodes else ""), flush=True)
+    return records
+
 # ---------------------------------------------------------------- arm: spots
 
 def spots_arm(a, drv: dict) -> list:
@@ -592,7 +634,21 @@ def main(argv=None) -> int:
     p.add_argument("--max-iterations", type=int, default=1000)
     p.add_argument("--speed-iterations", type=int, default=None, help="iterations of the ms/iter runs "
                    "(default: 2000 on a river, 200 on a turn)")
+    p = sub.add_parser("tree", help="the trees alone: decision nodes, hands and memory_usage(), nothing solved")
+    _run_args(p)
+    p.add_argument("--spots", nargs="+", default=None, help="spec files (default: every .toml of --spots-dir)")
+    p.add_argument("--spots-dir", default=SPOTS_DIR)
+    p.add_argument("--cfrjax-nodes", action="store_true", help="also build cfrjax's game (CPU) and count its decision "
+                   "nodes per street (a flop takes seconds to minutes and gigabytes)")
     a = ap.parse_args(argv)
+    if a.cmd == "tree":
+        a.spots = a.spots or sorted(glob.glob(os.path.join(a.spots_dir, "*.toml")))
+        drv = driver(a.stage, a.build_dir, a.rustflags, a.driver)
+        if drv.get("exe") is None:
+            print("postflop: no driver:", drv["skipped"], flush=True)
+            return 1
+        postflop_peer.write_records(a.out, tree_arm(a, drv), "tree", append=a.append)
+        return 0
     if a.cmd == "cpu2":
         a.spots = a.spots or [os.path.join(a.spots_dir, f) for f in ("srp_Qs7h2c9d_turn.toml", "srp_Qs7h2c9d3s_river.toml")]
         drv = driver(a.stage, a.build_dir, a.rustflags, a.driver)

@@ -18,6 +18,8 @@
 //! `--target` or `--iterations`); the record then gives per spot `[iterations, solve_s,
 //! exploitability, wall_s]` and the batch's wall and spots per second.
 //!
+//! `--iterations 0`: the tree alone (decision nodes, hands, `memory_usage()`), nothing allocated.
+//!
 //! Every record also gives `memory_usage()` in both modes (`memory_bytes_32bit`,
 //! `memory_bytes_16bit`; `memory_bytes` is the mode allocated), `decision_nodes`: the decision
 //! nodes per street from the spot's first (the action tree's, each turn / river node counted
@@ -244,6 +246,18 @@ fn main() {
     let mut tree = ActionTree::new(tree_config).unwrap();
     let decision_nodes = count_decisions(&mut tree, board.len());
     let mut game = PostFlopGame::with_config(card_config(&range0, &range1), tree).unwrap();
+    if iterations == 0 {
+        // the tree alone: sizes and the memory it would take, nothing allocated or solved
+        let (mem32, mem16) = game.memory_usage();
+        println!(
+            "{{\"solver\":\"postflop-solver\",\"mode\":\"tree only (nothing allocated)\",\"build_s\":{:.6},\
+\"memory_bytes_32bit\":{mem32},\"memory_bytes_16bit\":{mem16},\"decision_nodes\":[{}],\"num_hands\":[{},{}],\
+\"peak_rss_bytes\":{}}}",
+            t0.elapsed().as_secs_f64(), decision_nodes.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","),
+            game.private_cards(0).len(), game.private_cards(1).len(), peak_rss_bytes()
+        );
+        return;
+    }
     game.allocate_memory(compress);
     let build_s = t0.elapsed().as_secs_f64();
     let (mem32, mem16) = game.memory_usage();
