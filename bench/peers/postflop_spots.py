@@ -198,20 +198,21 @@ def _cpu_flags() -> set:
     return set()
 
 
-def host_cpu() -> str | None:
-    """This host's processor as LLVM names it (rustc's `native`): llvmlite's, else gcc's
-    `-march=native`, else None."""
+def host_cpu() -> tuple[str | None, str]:
+    """`(name, who named it)`: this host's processor as LLVM names it (rustc's `native`), by
+    llvmlite (the same detection), else gcc's `-march=native` (its names may lag: gcc 12 calls
+    an Emerald Rapids "icelake-client"), else `(None, "unknown")`."""
     try:
         import llvmlite.binding as llvm
-        return llvm.get_host_cpu_name() or None
+        return llvm.get_host_cpu_name() or None, "llvmlite"
     except Exception:   # noqa: BLE001  (not installed, or an llvmlite without it)
         pass
     try:
         out = subprocess.run(["gcc", "-march=native", "-Q", "--help=target"], capture_output=True, text=True).stdout
         m = re.search(r"^\s*-march=\s+(\S+)", out, re.M)
-        return m.group(1) if m else None
+        return (m.group(1), "gcc -march=native") if m else (None, "unknown")
     except OSError:
-        return None
+        return None, "unknown"
 
 
 def driver(stage: str = STAGE, build_dir: str = os.path.join(DEFAULT_BUILD, "native"), rustflags: str = RUSTFLAGS,
@@ -232,7 +233,7 @@ def driver(stage: str = STAGE, build_dir: str = os.path.join(DEFAULT_BUILD, "nat
             return dict(exe=built, rustflags=rustflags, how=f"built here from {stage}", postflop_solver=commit,
                         rustc=_rustc())
         print("postflop: build failed here, trying the prebuilt drivers:", why, flush=True)
-    cpu = host_cpu()
+    cpu, named_by = host_cpu()
     flags = _cpu_flags()
     for name in [cpu] + (["x86-64-v4"] if "avx512f" in flags else []) + (["x86-64-v3"] if "avx2" in flags else []):
         path = os.path.join(stage, "bin", str(name), EXE)
@@ -240,8 +241,8 @@ def driver(stage: str = STAGE, build_dir: str = os.path.join(DEFAULT_BUILD, "nat
             info = _build_info(os.path.dirname(path))
             return dict(exe=path, rustflags=info.get("rustflags"), rustc=info.get("rustc"),
                         postflop_solver=info.get("postflop_solver", commit),
-                        how=f"prebuilt for {name} (this host: {cpu or 'not named'}"
-                            f"{'' if name == cpu else '; not its own processor: not -C target-cpu=native'})")
+                        how=f"prebuilt for {name} (this host: {cpu or 'not named'}, by {named_by}"
+                            f"{')' if name == cpu else '; not its own processor: not -C target-cpu=native)'}")
     return dict(exe=None, skipped=f"no cargo here and no prebuilt driver in {stage}/bin for {cpu} "
                                   f"(run `postflop_spots.py prepare` with --cpus {cpu})")
 
