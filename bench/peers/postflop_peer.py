@@ -238,22 +238,24 @@ def combo_string(hand_names, weights) -> str:
 
 def run_measured(cmd: list, env: dict | None = None, timeout: float | None = None) -> dict:
     """Run `cmd` to its end: `rc`, `stdout`, `stderr` (text) and `wall_s` (from the start to
-    the exit; a run past `timeout` seconds is killed, `rc` -9). (Peak RSS is each program's
-    own VmHWM: `wait4`'s ru_maxrss of a child started by vfork counts the parent's.)"""
+    the exit; a run past `timeout` seconds is killed, `rc` -9). No peak RSS here: `wait4`'s
+    ru_maxrss of a child that Python starts by vfork counts the parent's memory, so each
+    program reports its own VmHWM."""
     t0 = time.perf_counter()
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
         rc, so, se = out.returncode, out.stdout, out.stderr
     except subprocess.TimeoutExpired as e:
-        rc, so, se = -9, e.stdout or "", (e.stderr or "") + f"\n(killed after {timeout} s)"
-        so, se = (x.decode() if isinstance(x, bytes) else x for x in (so, se))
+        so, se = (x.decode() if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr))
+        rc, se = -9, se + f"\n(killed after {timeout} s)"
     return dict(rc=rc, stdout=so, stderr=se, wall_s=time.perf_counter() - t0)
 
 
 def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | None = None,
                eval_every: int = 0, extra=(), prefix=()) -> dict:
-    """One driver run (its JSON record, plus `command` and `process_wall_s`: `run_measured`). `extra`: more driver arguments (`--target`,
-    `--max-seconds`); `prefix`: a command to run it under (`taskset -c 0`)."""
+    """One driver run (its JSON record, plus `command` and `process_wall_s`: `run_measured`).
+    `extra`: more driver arguments (`--target`, `--max-seconds`); `prefix`: a command to run
+    it under (`taskset -c 0`)."""
     cmd = [exe, "--board", spot["board"], "--pot", str(spot["pot"]), "--stack", str(spot["behind"]),
            "--bets", spot["bets"], "--iterations", str(iterations), "--threads", str(threads)]
     if spot.get("raises"):
@@ -279,7 +281,7 @@ def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | 
         raise RuntimeError(f"driver failed: {out['stderr'].strip()[-1000:]}")
     rec = json.loads(out["stdout"].strip().splitlines()[-1])
     rec["process_wall_s"] = out["wall_s"]
-    shown = [c if len(c) < 80 else f"<{c.count(',') + 1} combos>" for c in cmd[1:]]
+    shown = [c if len(c) < 400 else f"<{c.count(',') + 1} combos>" for c in cmd[1:]]
     rec["command"] = " ".join(list(prefix) + ["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c or not c else c
                                                                            for c in shown])
     return rec
