@@ -508,7 +508,7 @@ class Runner:
                              POKER_KINDS else "Libratus' betting abstraction is not translated to its trees")
         if self._postflop is None:
             exe, why = postflop_peer.build_driver(self.args.postflop_solver, cargo_source_dir=self.args.cargo_source_dir,
-                                                  rustflags=os.environ.get("RUSTFLAGS") or "-A dangerous_implicit_autorefs")
+                                                  rustflags=os.environ.get("RUSTFLAGS") or postflop_peer.RUSTFLAGS)
             vers = postflop_peer.solver_version(os.path.abspath(os.path.expanduser(self.args.postflop_solver))) \
                 if exe else {}
             self._postflop = (exe, why, vers)
@@ -538,6 +538,7 @@ class Runner:
                            averaging="its own: gamma 3, reset at powers of 4", precision="float32",
                            form="its own tree (range vectors)", threads=f"{th} thread{'s' if th > 1 else ''} (rayon)",
                            versions=vers, build_s=r["build_s"], command=r["command"],
+                           rustflags=os.environ.get("RUSTFLAGS") or postflop_peer.RUSTFLAGS,
                            timing="each solve_step timed (wall and process CPU clocks) by our driver; "
                                   "evaluation (compute_exploitability) between them, outside the clocks")
                 if dump:

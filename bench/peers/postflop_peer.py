@@ -14,7 +14,9 @@ Offline builds: cargo must find the crates postflop-solver needs (regex, once_ce
 `--cargo-source-dir DIR` writes `.cargo/config.toml` in the build directory replacing
 crates.io by that directory source (e.g. Debian's `/usr/share/cargo/registry`); the checkout's
 version requirements must then be ones that directory satisfies. `--rustflags` is passed as
-RUSTFLAGS (a current rustc needs `-A dangerous_implicit_autorefs` for its sources).
+RUSTFLAGS (default `RUSTFLAGS`: `-C target-cpu=native`, as its author builds it, and
+`-A dangerous_implicit_autorefs`, which a current rustc needs for its sources); every record
+names the rustflags of its driver.
 
 What it runs (the driver's header has the details): the spot of a cfrjax spec (board, pot,
 stack - pot/2 behind, full ranges, its bet sizes as postflop-solver's strings: fractions as
@@ -67,6 +69,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DRIVER_SRC = os.path.join(HERE, "postflop_driver")
 DEFAULT_BUILD = os.path.join(os.path.expanduser("~"), ".cache", "cfrjax-peers", "postflop-driver")
+#: The driver's default RUSTFLAGS: postflop-solver built for the host's processor, as its author
+#: intends (`-C target-cpu=native`; generic x86-64 lacks AVX2 and ran 1.2-1.4x slower), and the
+#: lint a current rustc needs silenced for its sources.
+RUSTFLAGS = "-C target-cpu=native -A dangerous_implicit_autorefs"
 SPOTS = {"river": "hunl_river_full", "turn": "hunl_turn_full", "turn_sizes": "hunl_turn_sizes",
          "river_rake": "hunl_river_full_rake", "turn_rake": "hunl_turn_full_rake",
          "turn_sizes_rake": "hunl_turn_sizes_rake"}
@@ -82,8 +88,11 @@ from public_policy import evaluate, history_code, policy_from_nodes  # noqa: E40
 # ---------------------------------------------------------------- building our driver
 
 def build_driver(solver_dir: str | None, build_dir: str = DEFAULT_BUILD, cargo_source_dir: str | None = None,
-                 rustflags: str | None = None, jobs: int = 1, log=print) -> tuple[str | None, str | None]:
-    """(path of the built driver, None) or (None, reason to skip)."""
+                 rustflags: str | None = RUSTFLAGS, jobs: int = 1, log=print,
+                 lock_only: bool = False) -> tuple[str | None, str | None]:
+    """(path of the built driver, None) or (None, reason to skip); `rustflags` is passed as
+    RUSTFLAGS (`None`: the environment's). `lock_only`: only write the build directory's
+    Cargo.lock (`cargo generate-lockfile`) and return its path."""
     if not solver_dir:
         return None, "no --postflop-solver DIR given (a checkout of github.com/b-inary/postflop-solver)"
     solver_dir = os.path.abspath(os.path.expanduser(solver_dir))
@@ -109,11 +118,14 @@ def build_driver(solver_dir: str | None, build_dir: str = DEFAULT_BUILD, cargo_s
     env = dict(os.environ)
     if rustflags:
         env["RUSTFLAGS"] = rustflags
-    cmd = [cargo, "build", "--release", "-j", str(jobs)] + (["--offline"] if cargo_source_dir else [])
+    cmd = ([cargo, "generate-lockfile"] if lock_only else [cargo, "build", "--release", "-j", str(jobs)]) \
+        + (["--offline"] if cargo_source_dir else [])
     log(f"postflop: building driver in {build_dir}: {' '.join(cmd)}")
     out = subprocess.run(cmd, cwd=build_dir, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         return None, f"cargo build failed: {out.stderr.strip()[-1500:]}"
+    if lock_only:
+        return os.path.join(build_dir, "Cargo.lock"), None
     exe = os.path.join(build_dir, "target", "release", "cfrjax-postflop-driver")
     return (exe, None) if os.path.isfile(exe) else (None, f"{exe} missing after the build")
 
@@ -148,16 +160,22 @@ def solver_version(solver_dir: str) -> dict:
 # ---------------------------------------------------------------- the spot
 
 def spec_file(spec_name: str) -> str:
-    """The spec file of a spot: `SPEC_FILES`, else the shipped `cfrjax/specs/<name>.toml`."""
+    """The spec file of a spot: a path to a `.toml` file as given, else `SPEC_FILES`, else
+    the shipped `cfrjax/specs/<name>.toml`."""
+    if spec_name.endswith(".toml"):
+        return spec_name
     return SPEC_FILES.get(spec_name) or os.path.join(ROOT, "cfrjax", "specs", spec_name + ".toml")
 
 
-def spot_of_spec(spec_name: str, combos: bool = False) -> dict:
+def spot_of_spec(spec_name: str, combos: bool = False, range_strings: bool = False) -> dict:
     """Driver arguments for a cfrjax poker spec (`spec_file`), after checking the spec is one
     the driver can build: full ranges, whole chips, raises only without a raise cap.
     `combos=True` also takes a spec with other ranges: the hands cfrjax deals each player
     (with their weights) become the driver's `range0`/`range1` strings of single combos
-    ("AsKh,QdQc:0.5,...", postflop-solver's syntax).
+    ("AsKh,QdQc:0.5,...", postflop-solver's syntax; builds cfrjax's game to read them).
+    `range_strings=True` instead passes the spec's `range0`/`range1` strings as they are
+    (postflop-solver parses the same notation, "TT+,AJs+,KQo"; no game is built: for flops),
+    so a caller must compare the hand counts (the driver's `num_hands`) with cfrjax's.
 
     `bets` / `raises`: the sizes of player 0 on the spot's first street (postflop-solver's
     strings); `sizes_at`: `(street, player, bets, raises)` of every other cell that differs;
@@ -169,7 +187,7 @@ def spot_of_spec(spec_name: str, combos: bool = False) -> dict:
     rules = cfg.bet_sizes
     problems = []
     full = cfg.random_hands is None and all(r in (None, "any") for r in (cfg.range0, cfg.range1))
-    if not full and not combos:
+    if not full and not combos and not (range_strings and cfg.random_hands is None):
         problems.append("ranges are not full")
     if cfg.raise_cap not in (0, None):
         problems.append(f"raise_cap {cfg.raise_cap} (postflop-solver caps raises only by the stack)")
@@ -190,7 +208,9 @@ def spot_of_spec(spec_name: str, combos: bool = False) -> dict:
                 thresholds={k: getattr(rules, k) for k in THRESHOLDS if getattr(rules, k)},
                 spec_path=os.path.relpath(path, ROOT),
                 **({"rake_rate": float(cfg.rake_rate), "rake_cap": float(cfg.rake_cap)} if cfg.raked else {}))
-    if not full:
+    if not full and range_strings:
+        spot.update({f"range{p}": r for p, r in enumerate((cfg.range0, cfg.range1)) if r not in (None, "any")})
+    elif not full:
         spot.update(range0=combo_range(spec_name, 0), range1=combo_range(spec_name, 1))
     return spot
 
@@ -200,21 +220,42 @@ def combo_range(spec_name: str, player: int) -> str:
     string of single combos, weights other than 1 after a colon."""
     import cfrjax
     game = cfrjax.load_game(spec_file(spec_name), form="public")
-    w = np.asarray(game.weights, np.float64)[player]
+    return combo_string(game.labels.hand_names, np.asarray(game.weights, np.float64)[player])
+
+
+def combo_string(hand_names, weights) -> str:
+    """Hands (cfrjax's names, "AsKh") and their weights as a postflop-solver range string of
+    single combos, the higher rank first ("QdAc" is refused), weights other than 1 after a
+    colon, hands of weight 0 left out."""
     order = "23456789TJQKA"
 
-    def high_first(n):  # postflop-solver wants the higher rank first ("QdAc" is refused)
+    def high_first(n):
         a, b = n[:2], n[2:]
         return a + b if order.index(a[0]) >= order.index(b[0]) else b + a
-    return ",".join(high_first(n) + ("" if x == 1 else f":{x:.9g}")
-                    for n, x in zip(game.labels.hand_names, w) if x > 0)
+    return ",".join(high_first(n) + ("" if x == 1 else f":{x:.9g}") for n, x in zip(hand_names, weights) if x > 0)
 
+
+
+def run_measured(cmd: list, env: dict | None = None, timeout: float | None = None) -> dict:
+    """Run `cmd` to its end: `rc`, `stdout`, `stderr` (text) and `wall_s` (from the start to
+    the exit; a run past `timeout` seconds is killed, `rc` -9). No peak RSS here: `wait4`'s
+    ru_maxrss of a child that Python starts by vfork counts the parent's memory, so each
+    program reports its own VmHWM."""
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+        rc, so, se = out.returncode, out.stdout, out.stderr
+    except subprocess.TimeoutExpired as e:
+        so, se = (x.decode() if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr))
+        rc, se = -9, se + f"\n(killed after {timeout} s)"
+    return dict(rc=rc, stdout=so, stderr=se, wall_s=time.perf_counter() - t0)
 
 
 def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | None = None,
                eval_every: int = 0, extra=(), prefix=()) -> dict:
-    """One driver run (its JSON record, plus `command`). `extra`: more driver arguments
-    (`--target`, `--max-seconds`); `prefix`: a command to run it under (`taskset -c 0`)."""
+    """One driver run (its JSON record, plus `command` and `process_wall_s`: `run_measured`).
+    `extra`: more driver arguments (`--target`, `--max-seconds`); `prefix`: a command to run
+    it under (`taskset -c 0`)."""
     cmd = [exe, "--board", spot["board"], "--pot", str(spot["pot"]), "--stack", str(spot["behind"]),
            "--bets", spot["bets"], "--iterations", str(iterations), "--threads", str(threads)]
     if spot.get("raises"):
@@ -235,11 +276,12 @@ def run_driver(exe: str, spot: dict, iterations: int, threads: int, dump: str | 
     if dump:
         cmd += ["--dump-strategy", dump]
     cmd += [str(x) for x in extra]
-    out = subprocess.run(list(prefix) + cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"driver failed: {out.stderr.strip()[-1000:]}")
-    rec = json.loads(out.stdout.strip().splitlines()[-1])
-    shown = [c if len(c) < 80 else f"<{c.count(',') + 1} combos>" for c in cmd[1:]]
+    out = run_measured(list(prefix) + cmd)
+    if out["rc"] != 0:
+        raise RuntimeError(f"driver failed: {out['stderr'].strip()[-1000:]}")
+    rec = json.loads(out["stdout"].strip().splitlines()[-1])
+    rec["process_wall_s"] = out["wall_s"]
+    shown = [c if len(c) < 400 else f"<{c.count(',') + 1} combos>" for c in cmd[1:]]
     rec["command"] = " ".join(list(prefix) + ["cfrjax-postflop-driver"] + [f'"{c}"' if " " in c or not c else c
                                                                            for c in shown])
     return rec
@@ -315,7 +357,7 @@ def compare_main(args) -> int:
     out_path = os.path.join(ROOT, "bench", "results", "peers_postflop_cpu.jsonl")
     return run_arm(args.postflop_solver, out_path, river_iterations=args.peer_iterations or 1000,
                    cargo_source_dir=getattr(args, "cargo_source_dir", None),
-                   rustflags=os.environ.get("RUSTFLAGS") or "-A dangerous_implicit_autorefs")
+                   rustflags=os.environ.get("RUSTFLAGS") or RUSTFLAGS)
 
 
 def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000, turn_iterations=100,
@@ -334,6 +376,7 @@ def run_arm(solver_dir, out_path, spots=("river", "turn"), river_iterations=1000
                     if (spot_name in CHECK_SPOTS and th == 1) else None
                 rec = run_driver(exe, spot, T, th, dump=dump)
                 rec.update(backend="postflop-solver", spot=spec, form="its own tree (range vectors, float32)",
+                           rustflags=rustflags,
                            device=f"CPU ({os.cpu_count()} cores), {th} thread" + ("s" if th > 1 else ""),
                            versions=vers, pot=spot["pot"], board=spot["board"], behind=spot["behind"],
                            bets=spot["bets"],
@@ -412,7 +455,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cfrjax-rules", nargs="*", default=["cfr+", "dcfr"])
     ap.add_argument("--build-dir", default=DEFAULT_BUILD)
     ap.add_argument("--cargo-source-dir", default=None, help="directory source replacing crates.io (offline)")
-    ap.add_argument("--rustflags", default="-A dangerous_implicit_autorefs")
+    ap.add_argument("--rustflags", default=RUSTFLAGS)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results", "peers_postflop_cpu.jsonl"))
     ap.add_argument("--append", action="store_true", help="add the records to --out instead of rewriting it")
     a = ap.parse_args(argv)

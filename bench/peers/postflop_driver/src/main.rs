@@ -12,7 +12,21 @@
 //! whose exploitability is at most CHIPS, `--max-seconds` at the first whose `solve_s` is at
 //! least S (both need `--eval-every`); `iterations` is then the number actually run.
 //! `--range0`/`--range1`: postflop-solver range strings (e.g. single combos "AsKh,QdQc");
-//! empty means every live combo.
+//! empty means every live combo. `--compress`: its 16-bit storage (`allocate_memory(true)`).
+//! `--ranges-file PATH`: a batch, one spot per line (`RANGE0<TAB>RANGE1`, the same tree and
+//! board), solved one after the other in this process (each built, allocated and solved to
+//! `--target` or `--iterations`); the record then gives per spot `[iterations, solve_s,
+//! exploitability, wall_s]` and the batch's wall and spots per second.
+//!
+//! `--iterations 0`: the tree alone (decision nodes, hands, `memory_usage()`), nothing allocated.
+//!
+//! Every record also gives `memory_usage()` in both modes (`memory_bytes_32bit`,
+//! `memory_bytes_16bit`; `memory_bytes` is the mode allocated), `decision_nodes`: the decision
+//! nodes per street from the spot's first (the action tree's, each turn / river node counted
+//! once per card that can be dealt there, as if no suit isomorphism merged them: cfrjax's
+//! public tree), and `wall_s`: from the start of `main` to the end of the last iteration
+//! (tree, allocation, iterations and the evaluations between them), and `peak_rss_bytes`: the
+//! process's peak resident memory (VmHWM of /proc/self/status; 0 where there is none).
 //!
 //! Ranges are full ("any": every live combo, weight 1); no rake unless `--rake-rate R
 //! --rake-cap C` (its TreeConfig fields). Bet sizes are its own strings:
@@ -75,6 +89,16 @@ fn cpu_seconds() -> f64 {
     ts.tv_sec as f64 + 1e-9 * ts.tv_nsec as f64
 }
 
+/// The process's peak resident memory in bytes (VmHWM), 0 where /proc/self/status lacks it.
+fn peak_rss_bytes() -> u64 {
+    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    text.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 fn json_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
@@ -116,7 +140,43 @@ fn dump(game: &mut PostFlopGame, hist: &mut Vec<String>, out: &mut impl Write) {
     }
 }
 
+/// Decision nodes per street below the current action-tree node (`street` = its street from
+/// the spot's first), each counted once (`count_decisions` multiplies by the deals).
+fn walk_decisions(tree: &mut ActionTree, street: usize, out: &mut [u64; 3]) {
+    if tree.is_terminal_node() {
+        return;
+    }
+    out[street] += 1;
+    let actions = tree.available_actions().to_vec();
+    for a in actions {
+        tree.play(a).unwrap();
+        if !tree.is_terminal_node() {
+            walk_decisions(tree, if tree.is_chance_node() { street + 1 } else { street }, out);
+        }
+        tree.undo().unwrap();
+    }
+}
+
+/// Decision nodes per street of the whole game (board of `board_len` cards): the action
+/// tree's times the number of deals reaching that street (turn: 52 - board cards; river:
+/// that times the cards left after the turn).
+fn count_decisions(tree: &mut ActionTree, board_len: usize) -> Vec<u64> {
+    let mut per = [0u64; 3];
+    tree.back_to_root();
+    walk_decisions(tree, 0, &mut per);
+    tree.back_to_root();
+    let streets = 6 - board_len;  // flop 3, turn 2, river 1
+    let mut mult = 1u64;
+    (0..streets).map(|k| {
+        if k > 0 {
+            mult *= (52 - board_len - (k - 1)) as u64;
+        }
+        per[k] * mult
+    }).collect()
+}
+
 fn main() {
+    let t_start = Instant::now();
     let args: Vec<String> = std::env::args().collect();
     let board = board_cards(&arg(&args, "--board", "Ks Js Th 7d 2c"));
     let pot: i32 = arg(&args, "--pot", "20").parse().unwrap();
@@ -132,6 +192,8 @@ fn main() {
     let range1 = arg(&args, "--range1", "");
     let rake_rate: f64 = arg(&args, "--rake-rate", "0").parse().unwrap();
     let rake_cap: f64 = arg(&args, "--rake-cap", "0").parse().unwrap();
+    let compress = args.iter().any(|a| a == "--compress");
+    let ranges_file = arg(&args, "--ranges-file", "");
     rayon::ThreadPoolBuilder::new().num_threads(threads).build_global().unwrap();
 
     let range = |s: &str| if s.is_empty() { Range::ones() } else { s.parse::<Range>().unwrap() };
@@ -141,8 +203,8 @@ fn main() {
         5 => (BoardState::River, board[3], board[4]),
         n => panic!("board has {n} cards"),
     };
-    let card_config = CardConfig {
-        range: [range(&range0), range(&range1)],
+    let card_config = |r0: &str, r1: &str| CardConfig {
+        range: [range(r0), range(r1)],
         flop: [board[0], board[1], board[2]],
         turn,
         river,
@@ -177,12 +239,29 @@ fn main() {
         force_allin_threshold: threshold("--force-allin-threshold"),
         merging_threshold: threshold("--merging-threshold"),
     };
+    if !ranges_file.is_empty() {
+        return batch(&ranges_file, &card_config, &tree_config, iterations, eval_every, target, threads, compress, t_start);
+    }
     let t0 = Instant::now();
-    let tree = ActionTree::new(tree_config).unwrap();
-    let mut game = PostFlopGame::with_config(card_config, tree).unwrap();
-    game.allocate_memory(false);
+    let mut tree = ActionTree::new(tree_config).unwrap();
+    let decision_nodes = count_decisions(&mut tree, board.len());
+    let mut game = PostFlopGame::with_config(card_config(&range0, &range1), tree).unwrap();
+    if iterations == 0 {
+        // the tree alone: sizes and the memory it would take, nothing allocated or solved
+        let (mem32, mem16) = game.memory_usage();
+        println!(
+            "{{\"solver\":\"postflop-solver\",\"mode\":\"tree only (nothing allocated)\",\"build_s\":{:.6},\
+\"memory_bytes_32bit\":{mem32},\"memory_bytes_16bit\":{mem16},\"decision_nodes\":[{}],\"num_hands\":[{},{}],\
+\"peak_rss_bytes\":{}}}",
+            t0.elapsed().as_secs_f64(), decision_nodes.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","),
+            game.private_cards(0).len(), game.private_cards(1).len(), peak_rss_bytes()
+        );
+        return;
+    }
+    game.allocate_memory(compress);
     let build_s = t0.elapsed().as_secs_f64();
-    let (mem, _) = game.memory_usage();
+    let (mem32, mem16) = game.memory_usage();
+    let mem = if compress { mem16 } else { mem32 };
 
     let mut curve: Vec<String> = Vec::new();
     let mut solve_s = 0.0f64;
@@ -202,6 +281,7 @@ fn main() {
             }
         }
     }
+    let wall_s = t_start.elapsed().as_secs_f64();
     let t2 = Instant::now();
     let exploitability = compute_exploitability(&game);
     let eval_s = t2.elapsed().as_secs_f64();
@@ -223,13 +303,82 @@ fn main() {
     }
     println!(
         "{{\"solver\":\"postflop-solver\",\"algorithm\":\"DCFR (its own: alpha 1.5, beta 0.5, gamma 3 reset at powers of 4), alternating\",\
-\"precision\":\"float32\",\"threads\":{threads},\"iterations\":{done},\"build_s\":{build_s:.6},\
-\"solve_s\":{solve_s:.6},\"cpu_s\":{cpu_s:.6},\"ms_per_iter\":{:.6},\"eval_s\":{eval_s:.6},\"memory_bytes\":{mem},\
+\"precision\":\"{}\",\"threads\":{threads},\"iterations\":{done},\"build_s\":{build_s:.6},\
+\"solve_s\":{solve_s:.6},\"cpu_s\":{cpu_s:.6},\"ms_per_iter\":{:.6},\"eval_s\":{eval_s:.6},\"wall_s\":{wall_s:.6},\
+\"memory_bytes\":{mem},\"memory_bytes_32bit\":{mem32},\"memory_bytes_16bit\":{mem16},\"decision_nodes\":[{}],\
+\"peak_rss_bytes\":{},\
 \"num_hands\":[{},{}],\"exploitability\":{:e},\"mes_ev\":[{:e},{:e}],\"current_ev\":[{:e},{:e}],\
 \"expected_value_with_bias\":[{:e},{:e}],\"curve\":[{}]}}",
+        if compress { "16-bit (compressed storage)" } else { "float32" },
         1e3 * solve_s / done.max(1) as f64,
+        decision_nodes.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","),
+        peak_rss_bytes(),
         game.private_cards(0).len(), game.private_cards(1).len(),
         exploitability, mes_ev[0], mes_ev[1], current_ev[0], current_ev[1], ev_bias[0], ev_bias[1],
         curve.join(",")
     );
+}
+
+/// `--ranges-file`: every line's spot built, allocated and solved one after the other.
+#[allow(clippy::too_many_arguments)]
+fn batch(path: &str, card_config: &dyn Fn(&str, &str) -> CardConfig, tree_config: &TreeConfig, iterations: u32,
+         eval_every: u32, target: f32, threads: usize, compress: bool, t_start: Instant) {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let t0 = Instant::now();
+    let mut rows: Vec<String> = Vec::new();
+    let (mut total_iters, mut reached) = (0u64, 0usize);
+    let mut decision_nodes = Vec::new();
+    let (mut mem32, mut mem16) = (0u64, 0u64);
+    for line in &lines {
+        let (r0, r1) = line.split_once('\t').unwrap_or_else(|| panic!("{path}: a line without a tab"));
+        let t1 = Instant::now();
+        let mut tree = ActionTree::new(tree_config.clone()).unwrap();
+        if decision_nodes.is_empty() {
+            decision_nodes = count_decisions(&mut tree, 6 - tree_config_streets(tree_config));
+        }
+        let mut game = PostFlopGame::with_config(card_config(r0, r1), tree).unwrap();
+        game.allocate_memory(compress);
+        (mem32, mem16) = game.memory_usage();
+        let mut solve_s = 0.0f64;
+        let mut done = 0u32;
+        let mut e = f32::INFINITY;
+        for t in 0..iterations {
+            let t2 = Instant::now();
+            solve_step(&game, t);
+            solve_s += t2.elapsed().as_secs_f64();
+            done = t + 1;
+            if eval_every > 0 && (t + 1) % eval_every == 0 {
+                e = compute_exploitability(&game);
+                if target > 0.0 && e <= target {
+                    break;
+                }
+            }
+        }
+        if eval_every == 0 || done % eval_every != 0 {
+            e = compute_exploitability(&game);
+        }
+        reached += (target > 0.0 && e <= target) as usize;
+        total_iters += done as u64;
+        rows.push(format!("[{done},{solve_s:.6},{e:e},{:.6}]", t1.elapsed().as_secs_f64()));
+    }
+    let wall_s = t0.elapsed().as_secs_f64();
+    println!(
+        "{{\"solver\":\"postflop-solver\",\"mode\":\"batch, one spot after the other\",\"precision\":\"{}\",\
+\"threads\":{threads},\"spots\":{},\"iterations_total\":{total_iters},\"target\":{target:e},\"reached\":{reached},\
+\"wall_s\":{wall_s:.6},\"process_wall_s\":{:.6},\"spots_per_s\":{:.6},\"memory_bytes_32bit\":{mem32},\
+\"memory_bytes_16bit\":{mem16},\"peak_rss_bytes\":{},\"decision_nodes\":[{}],\"per_spot\":[{}]}}",
+        if compress { "16-bit (compressed storage)" } else { "float32" },
+        lines.len(), t_start.elapsed().as_secs_f64(), lines.len() as f64 / wall_s, peak_rss_bytes(),
+        decision_nodes.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(","), rows.join(",")
+    );
+}
+
+/// The number of streets a tree of this initial state plays (flop 3, turn 2, river 1).
+fn tree_config_streets(c: &TreeConfig) -> usize {
+    match c.initial_state {
+        BoardState::Flop => 3,
+        BoardState::Turn => 2,
+        BoardState::River => 1,
+    }
 }
