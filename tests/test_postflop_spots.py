@@ -55,11 +55,14 @@ def test_moved_board_keeps_suits_and_moves_ranks():
     assert postflop_spots.moved_board("Ah Kd 2s 3s 4s") == "2h Ad 3s 4s 5s"
 
 
-def test_second_spec_replaces_board_and_name(tmp_path):
+def test_second_spec_replaces_board_and_name_and_pads(tmp_path):
     spec = tmp_path / "s.toml"
     spec.write_text('game = "poker_subgame"\nname = "river"\nboard = "Qs 7h 2c 9d 3s"\npot = 55\n')
     out = postflop_spots.second_spec(str(spec), "Ks 8h 3c Td 4s", str(tmp_path / ".."))
-    assert open(out).read() == 'game = "poker_subgame"\nname = "river_second"\nboard = "Ks 8h 3c Td 4s"\npot = 55\n'
+    assert open(out).read() == \
+        'pad_hands = true\ngame = "poker_subgame"\nname = "river_second"\nboard = "Ks 8h 3c Td 4s"\npot = 55\n'
+    first = postflop_spots.second_spec(str(spec), None, str(tmp_path / ".."))     # the first spot, padded too
+    assert open(first).read() == 'pad_hands = true\n' + spec.read_text()
     spec.write_text('name = "x"\n')
     with pytest.raises(ValueError, match="no single `board"):
         postflop_spots.second_spec(str(spec), "Ks 8h 3c", str(tmp_path))

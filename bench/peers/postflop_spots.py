@@ -530,15 +530,20 @@ def moved_board(board: str, shift: int = 1) -> str:
     return " ".join(ranks[(ranks.index(c[0]) + shift) % 13] + c[1] for c in board.split())
 
 
-def second_spec(spec: str, board: str, out_dir: str) -> str:
-    """A copy of the spec file in `out_dir` with another `board` (and name)."""
+def second_spec(spec: str, board: str | None, out_dir: str) -> str:
+    """A copy of the spec file in `out_dir` with `pad_hands = true` (a shape class: spots
+    whose hand counts fall in one padded class share their compiled programs) and, given a
+    `board`, that board (and the name `<name>_second`)."""
     with open(spec) as f:
         text = f.read()
-    text, n = re.subn(r'(?m)^board\s*=\s*"[^"]*"', f'board = "{board}"', text)
-    if n != 1:
-        raise ValueError(f"{spec}: no single `board = \"...\"` line to replace")
-    text = re.sub(r'(?m)^name\s*=\s*"([^"]*)"', lambda m: f'name = "{m.group(1)}_second"', text)
-    path = os.path.join(out_dir, os.path.basename(spec)[:-5] + "_second.toml")
+    if board is not None:
+        text, n = re.subn(r'(?m)^board\s*=\s*"[^"]*"', f'board = "{board}"', text)
+        if n != 1:
+            raise ValueError(f"{spec}: no single `board = \"...\"` line to replace")
+        text = re.sub(r'(?m)^name\s*=\s*"([^"]*)"', lambda m: f'name = "{m.group(1)}_second"', text)
+    if not re.search(r"(?m)^pad_hands\s*=", text):
+        text = "pad_hands = true\n" + text
+    path = os.path.join(out_dir, os.path.basename(spec)[:-5] + ("_second" if board is not None else "_padded") + ".toml")
     with open(path, "w") as f:
         f.write(text)
     return path
@@ -555,16 +560,17 @@ def cpu2_arm(a, drv: dict) -> list:
         target = target_chips(spec, a.target_pct)
         board2 = a.second_board or moved_board(spot["board"])
         with tempfile.TemporaryDirectory() as d:
-            spec2 = second_spec(spec, board2, d)
+            spec2, spec1 = second_spec(spec, board2, d), second_spec(spec, None, d)
             # (a) wall to the target: cfrjax's second spot of the class in one process, postflop-solver on 2 threads
             cache = os.path.join(d, "cache")
             opts = ["--rule", "dcfr-postflop", "--eval-every", "10", "--target", f"{a.target_pct}%", "--max-iterations",
                     str(a.max_iterations), "--json", "--compile-cache", cache, *a.cfrjax_args]
             path = os.pathsep.join([ROOT] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-            out = run_measured(list(both) + [sys.executable, "-c", _SEQUENCE, json.dumps(opts), spec, spec2],
+            out = run_measured(list(both) + [sys.executable, "-c", _SEQUENCE, json.dumps(opts), spec1, spec2],
                                env=dict(os.environ, PYTHONPATH=path), timeout=a.timeout)
             recs = [json.loads(x) for x in out["stdout"].splitlines() if x.startswith("{")]
-            cmd = " ".join(list(both) + ["python -c <solve each in one process>", " ".join(opts), spec, "<second>"])
+            cmd = " ".join(list(both) + ["python -c <solve each in one process>", " ".join(opts), spec,
+                                         "<second>", "(both with pad_hands = true)"])
             for k, r in enumerate(recs):
                 r.update(arm="cfrjax", bench="cpu2 wall to target", spot=name, board=r.get("board"),
                          which="first (compiles)" if k == 0 else f"second of the shape class ({board2}), same process",
