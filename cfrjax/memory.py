@@ -52,7 +52,7 @@ from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config, capabilities
 from cfrjax.state import compensation_dtype
 from cfrjax.tabular import scratch_from_sizes
 
-__all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
+__all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "boards_for_budget", "check_fits", "compiled_memory", "device_free_bytes",
            "device_peak_bytes", "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes"]
 
 
@@ -299,6 +299,26 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
     rows.sort(key=lambda b: order_of[b.group])
     return MemoryPlan(tuple(rows), batch=per_device,
                       sizes=dict(game.sizes(), order=order, dtype=fdt, batch=batch, devices=int(devices)))
+
+
+def boards_for_budget(game, plan, budget_bytes: float, margin: float = 0.10) -> int:
+    """The `boards_at_once` of `plan` (a `cfrjax.plan.Plan` off the CPU) for a public
+    `game` within `budget_bytes`: 0 (every board's forest at once) where that plan fits,
+    else the most boards per group whose plan fits, at least 1. Planned for the larger of
+    a solve and its evaluation: float64 (the evaluation widens to it), simultaneous
+    order, the state donated (`cfrjax.solve(..., donate=True)`, the command line's)."""
+    B = game.num_boards
+
+    def total(k):
+        g = dataclasses.replace(game, plan=dataclasses.replace(plan, boards_at_once=k))
+        return memory_plan(g, dtype="float64", order="simultaneous", donate=True, platform=plan.platform).total_bytes
+    room = float(budget_bytes) / (1.0 + margin)
+    if B <= 1 or total(0) <= room:
+        return 0
+    one, two = total(1), total(2)
+    per_board = two - one
+    k = 1 + int((room - one) // per_board) if per_board > 0 else 1
+    return max(1, min(k, B - 1))
 
 
 def device_peak_bytes(device=None) -> int | None:

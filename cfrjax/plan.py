@@ -74,6 +74,12 @@ class Plan:
         rows and matches stored regrets (`cfrjax.iteration`).
       batch_first_min_subgames: subgames (one board each) from which the sorted showdown
         runs batch-first off the CPU (`cfrjax.public.terminals`).
+      boards_at_once: boards whose forests an accelerator's pass (regret, best response,
+        values) holds at once (`cfrjax.public.forest.map_boards`: `lax.map` over groups of
+        this many, each group `vmap`ped); 0: every board at once. Same values bit for bit;
+        the forests' reach and value buffers shrink to the group's. `resolve_plan` picks it
+        from the memory plan and the device's free memory (`group_for_budget`); the CPU
+        loops the boards one at a time whatever it says.
       fallbacks: `((component, reason), ...)` of what could not run here.
     """
 
@@ -92,6 +98,7 @@ class Plan:
     spot_simultaneous_nodes: int = 32
     wide_columns: int = 1 << 18
     batch_first_min_subgames: int = 1
+    boards_at_once: int = 0
     fallbacks: tuple = ()
 
     def __post_init__(self):
@@ -103,7 +110,7 @@ class Plan:
         object.__setattr__(self, "pallas", _names("pallas", self.pallas))
         object.__setattr__(self, "interpret", _names("interpret", self.interpret))
         for f in ("matching_min_columns", "fold_min_subgames", "spot_simultaneous_nodes", "wide_columns",
-                  "batch_first_min_subgames"):
+                  "batch_first_min_subgames", "boards_at_once"):
             _positive_int(f, getattr(self, f))
         object.__setattr__(self, "fallbacks", tuple((str(a), str(b)) for a, b in self.fallbacks))
 
@@ -181,7 +188,7 @@ def _xla_only(plan: Plan) -> Plan:
     return plan
 
 
-def resolve_plan(game=None, platform: str | None = None, choice="auto") -> Plan:
+def resolve_plan(game=None, platform: str | None = None, choice="auto", budget_bytes: int | None = None) -> Plan:
     """The plan of `game` (`None`: any form) on `platform` (default: the platform traced
     for, `cfrjax.host.default_platform`).
 
@@ -189,13 +196,40 @@ def resolve_plan(game=None, platform: str | None = None, choice="auto") -> Plan:
     on an NVIDIA GPU the Pallas kernels, and the CUDA showdown where it builds and
     `CFRJAX_CUDA` is not 0), `"xla"` (the XLA passes alone), or a `Plan` (returned as is).
     No timing: the thresholds are the measured defaults of `Plan`'s fields. Building a
-    library (the first time on this machine) happens here, not while tracing."""
+    library (the first time on this machine) happens here, not while tracing.
+
+    Off the CPU a public game's `boards_at_once` comes from its memory plan
+    (`cfrjax.memory.boards_for_budget`) against `budget_bytes` (default: the free memory
+    of the platform's first device, where it reports one): 0 (every board at once) where
+    that fits."""
     if isinstance(choice, Plan):
         return _xla_only(choice) if _two_lists(game) else choice
     if choice not in PRESETS:
         raise ValueError(f"unknown plan {choice!r}; allowed: {', '.join(map(repr, PRESETS))} or a cfrjax.Plan")
     from cfrjax.host import default_platform
     platform = platform or default_platform()
+    return _grouped(game, _resolve(game, platform, choice), budget_bytes)
+
+
+def _grouped(game, plan: Plan, budget_bytes: int | None) -> Plan:
+    """`plan` with the `boards_at_once` that fits `budget_bytes` (`resolve_plan`)."""
+    if plan.platform == "cpu" or game is None or not _public(game) or getattr(game, "num_boards", 1) <= 1:
+        return plan
+    from cfrjax import memory
+    if budget_bytes is None:
+        import jax
+        try:
+            device = jax.devices(plan.platform)[0]
+        except RuntimeError:   # no such device here (a plan resolved for another machine)
+            return plan
+        budget_bytes = memory.device_free_bytes(device)[0]
+        if budget_bytes is None:
+            return plan
+    return dataclasses.replace(plan, boards_at_once=memory.boards_for_budget(game, plan, budget_bytes))
+
+
+def _resolve(game, platform: str, choice: str) -> Plan:
+    """`resolve_plan`'s preset `choice` on `platform`, every board at once."""
     if choice == "xla":
         return Plan(name="xla", platform=platform, native_forest=False, native_half=False, cpu_spot_half=False)
     if _two_lists(game):   # the XLA passes, visibly (`fallbacks`); regret matching's kernel on a GPU
@@ -260,7 +294,8 @@ class _TwoLists:
 _TWO_LISTS = _TwoLists()
 
 
-def use(game, plan="auto", platform: str | None = None):
-    """`game` with its plan (`resolve_plan(game, platform, plan)`) as the static field
-    `game.plan`: a solve of it compiles for that plan. Cheap (no array is copied)."""
-    return dataclasses.replace(game, plan=resolve_plan(game, platform, plan))
+def use(game, plan="auto", platform: str | None = None, budget_bytes: int | None = None):
+    """`game` with its plan (`resolve_plan(game, platform, plan, budget_bytes)`) as the
+    static field `game.plan`: a solve of it compiles for that plan. Cheap (no array is
+    copied)."""
+    return dataclasses.replace(game, plan=resolve_plan(game, platform, plan, budget_bytes))
