@@ -1,7 +1,7 @@
 """Memory of a solve at a poker solver's density (issue 50): for each spot of a folder,
 each hand layout and each storage precision, one process builds the game (`--hands`),
-takes its plan (`cfrjax.plan.use`, which groups the boards off the CPU where the memory
-plan asks for it), solves `--iterations` with an evaluation every `--eval-every`, and
+takes its plan (`cfrjax.plan.use`, the boards grouped off the CPU where the memory plan
+asks for it, `cfrjax.memory.group_boards`), solves `--iterations` with an evaluation every `--eval-every`, and
 records the device's `peak_bytes_in_use` (`cfrjax.memory.device_peak_bytes`; `null` on a
 CPU, whose peak RSS is recorded instead), the memory plan's prediction (donated state, the
 command line's), ms/iter and the final exploitability. One process per case, so that
@@ -34,7 +34,7 @@ def one(spot: str, hands: str, precision: str, iterations: int, eval_every: int,
     from cfrjax.memory import device_peak_bytes, memory_plan
 
     t0 = time.perf_counter()
-    game = cfrjax.plan.use(cfrjax.load_game(spot, hands=hands), "auto")
+    game = cfrjax.memory.group_boards(cfrjax.plan.use(cfrjax.load_game(spot, hands=hands), "auto"))
     build_s = time.perf_counter() - t0
     kw = {} if precision == "float32" else dict(precision=precision)
     state = cfrjax.init(game, rule=rule, order=order, dtype="float32", **kw)

@@ -76,10 +76,11 @@ class Plan:
         runs batch-first off the CPU (`cfrjax.public.terminals`).
       boards_at_once: boards whose forests an accelerator's pass (regret, best response,
         values) holds at once (`cfrjax.public.forest.map_boards`: `lax.map` over groups of
-        this many, each group `vmap`ped); 0: every board at once. Same values bit for bit;
-        the forests' reach and value buffers shrink to the group's. `resolve_plan` picks it
-        from the memory plan and the device's free memory (`group_for_budget`); the CPU
-        loops the boards one at a time whatever it says.
+        this many, each group `vmap`ped); 0: every board at once. The same values (to
+        rounding: XLA fuses the group's loop differently); the forests' reach and value
+        buffers shrink to the group's. `cfrjax.memory.group_boards` picks it from the
+        memory plan and the device's free memory; the CPU loops the boards one at a time
+        whatever it says.
       fallbacks: `((component, reason), ...)` of what could not run here.
     """
 
@@ -188,7 +189,7 @@ def _xla_only(plan: Plan) -> Plan:
     return plan
 
 
-def resolve_plan(game=None, platform: str | None = None, choice="auto", budget_bytes: int | None = None) -> Plan:
+def resolve_plan(game=None, platform: str | None = None, choice="auto") -> Plan:
     """The plan of `game` (`None`: any form) on `platform` (default: the platform traced
     for, `cfrjax.host.default_platform`).
 
@@ -196,36 +197,15 @@ def resolve_plan(game=None, platform: str | None = None, choice="auto", budget_b
     on an NVIDIA GPU the Pallas kernels, and the CUDA showdown where it builds and
     `CFRJAX_CUDA` is not 0), `"xla"` (the XLA passes alone), or a `Plan` (returned as is).
     No timing: the thresholds are the measured defaults of `Plan`'s fields. Building a
-    library (the first time on this machine) happens here, not while tracing.
-
-    Off the CPU a public game's `boards_at_once` comes from its memory plan
-    (`cfrjax.memory.boards_for_budget`) against `budget_bytes` (default: the free memory
-    of the platform's first device, where it reports one): 0 (every board at once) where
-    that fits."""
+    library (the first time on this machine) happens here, not while tracing. Every board
+    at once (`boards_at_once` 0): `cfrjax.memory.group_boards` sets the group from the
+    memory plan and the device's free memory."""
     if isinstance(choice, Plan):
         return _xla_only(choice) if _two_lists(game) else choice
     if choice not in PRESETS:
         raise ValueError(f"unknown plan {choice!r}; allowed: {', '.join(map(repr, PRESETS))} or a cfrjax.Plan")
     from cfrjax.host import default_platform
-    platform = platform or default_platform()
-    return _grouped(game, _resolve(game, platform, choice), budget_bytes)
-
-
-def _grouped(game, plan: Plan, budget_bytes: int | None) -> Plan:
-    """`plan` with the `boards_at_once` that fits `budget_bytes` (`resolve_plan`)."""
-    if plan.platform == "cpu" or game is None or not _public(game) or getattr(game, "num_boards", 1) <= 1:
-        return plan
-    from cfrjax import memory
-    if budget_bytes is None:
-        import jax
-        try:
-            device = jax.devices(plan.platform)[0]
-        except RuntimeError:   # no such device here (a plan resolved for another machine)
-            return plan
-        budget_bytes = memory.device_free_bytes(device)[0]
-        if budget_bytes is None:
-            return plan
-    return dataclasses.replace(plan, boards_at_once=memory.boards_for_budget(game, plan, budget_bytes))
+    return _resolve(game, platform or default_platform(), choice)
 
 
 def _resolve(game, platform: str, choice: str) -> Plan:
@@ -294,8 +274,7 @@ class _TwoLists:
 _TWO_LISTS = _TwoLists()
 
 
-def use(game, plan="auto", platform: str | None = None, budget_bytes: int | None = None):
-    """`game` with its plan (`resolve_plan(game, platform, plan, budget_bytes)`) as the
-    static field `game.plan`: a solve of it compiles for that plan. Cheap (no array is
-    copied)."""
-    return dataclasses.replace(game, plan=resolve_plan(game, platform, plan, budget_bytes))
+def use(game, plan="auto", platform: str | None = None):
+    """`game` with its plan (`resolve_plan(game, platform, plan)`) as the static field
+    `game.plan`: a solve of it compiles for that plan. Cheap (no array is copied)."""
+    return dataclasses.replace(game, plan=resolve_plan(game, platform, plan))

@@ -1,7 +1,7 @@
 """Boards a group at a time on an accelerator (`Plan.boards_at_once`,
 `cfrjax.public.forest.map_boards`): the same solve and evaluation as every board at once,
-a memory plan that counts one group's forests, and the group size `resolve_plan` picks
-from a memory budget."""
+a memory plan that counts one group's forests, and the group size `cfrjax.memory.
+group_boards` picks from a memory budget."""
 
 import dataclasses
 
@@ -28,7 +28,7 @@ def as_gpu(monkeypatch):
     `vmap`ped or grouped, pulled sums), run on the CPU; the game built there."""
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert not cfrjax.passes.traced_for_cpu()
-    return use(build_public(SPOT, hands="range"), "xla", platform="gpu", budget_bytes=1 << 40)
+    return use(build_public(SPOT, hands="range"), "xla", platform="gpu")
 
 
 def _grouped(game, k):
@@ -70,19 +70,20 @@ def test_plan_counts_one_group(as_gpu):
     assert 0.8 <= plan.total_bytes / xla["total_bytes"] <= 1.2, (plan.total_bytes, xla)
 
 
-def test_resolve_plan_picks_the_group_from_the_budget(as_gpu):
-    """`resolve_plan` off the CPU: every board at once where the plan fits the budget,
-    else the most boards a group whose plan fits (its own plan with one more board does
-    not); the CPU's plan never groups."""
+def test_group_boards_picks_the_group_from_the_budget(as_gpu):
+    """`memory.group_boards` off the CPU: every board at once where the plan fits the
+    budget, else the most boards a group whose plan fits (its own plan with one more
+    board does not), at least one; a CPU plan is left as it is."""
     game = as_gpu
 
     def total(k):
         return memory.memory_plan(_grouped(game, k), dtype="float64", order="simultaneous", donate=True,
                                   platform="gpu").total_bytes
-    assert use(game, "auto", platform="gpu", budget_bytes=2 * total(0)).plan.boards_at_once == 0
+    assert memory.group_boards(game, 2 * total(0)).plan.boards_at_once == 0
     budget = int(1.1 * (total(7) + total(8)) / 2)   # between the plans of 7 and 8 boards, margin included
-    assert use(game, "auto", platform="gpu", budget_bytes=budget).plan.boards_at_once == 7
-    assert use(game, "auto", platform="gpu", budget_bytes=1).plan.boards_at_once == 1
-    assert use(game, "auto", platform="cpu", budget_bytes=1).plan.boards_at_once == 0
+    assert memory.group_boards(game, budget).plan.boards_at_once == 7
+    assert memory.group_boards(game, 1).plan.boards_at_once == 1
+    cpu = use(game, "xla", platform="cpu")
+    assert memory.group_boards(cpu, 1).plan.boards_at_once == 0
     with pytest.raises(ValueError, match="boards_at_once"):
         cfrjax.Plan(boards_at_once=-1)
