@@ -138,7 +138,9 @@ def with_float_dtype(tree, dtype):
 
 def _policy64(game, state: SolverState):
     """`(game, average policy)` with every float in float64 (trace under x64)."""
+    from cfrjax.storage import decoded
     game64 = with_float_dtype(game, jnp.float64)
+    state = decoded(game, state)
     return game64, average_policy(game64, dataclasses.replace(state, avg=state.avg.astype(jnp.float64)))
 
 
