@@ -165,7 +165,7 @@ def _half(game, state: SolverState, regret, avg, comp, pred, leaf, b_t, w_new, p
 
     def put(a, new):
         return new if player is None else tuple(new if i == player else x for i, x in enumerate(a))
-    fused = getattr(form, "fused_half", None) if cfg.precision == "float32" else None   # (16 bits: XLA's update)
+    fused = getattr(form, "fused_half", None)
     if fused and raw is not None:    # (own rows undiscounted; the other player's as its half will see them)
         undiscounted, factors = raw
         raw = ((undiscounted[player], undiscounted[1] if player == 0 else regret[0]) if player is not None

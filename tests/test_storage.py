@@ -58,6 +58,16 @@ def test_int16_checkpoint_round_trip(game, tmp_path):
     assert p.dtype == np.float32 and np.all(p >= 0)
 
 
+def test_half_update_kernels_decline_int16():
+    """The fused half-updates read and write the stored slot arrays: float32 only (the
+    dispatch runs XLA's update for a 16-bit state); the other kernels see them decoded."""
+    from cfrjax.kernels import KERNELS
+    cfg = cfrjax.rules.Config(rule="dcfr", precision="int16")
+    for name, k in KERNELS.items():
+        assert k.supports(cfg) == (k.operation != "half_update"), name
+        assert k.supports(cfrjax.rules.Config(rule="cfr+")) or k.operation != "half_update", name
+
+
 def test_bad_precision_is_one_line():
     with pytest.raises(ValueError, match=r"unknown precision 'int8'; allowed: 'float32', 'int16'"):
         cfrjax.rules.Config(precision="int8")

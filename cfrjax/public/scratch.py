@@ -73,7 +73,7 @@ def _cpu_elements(game: PublicGame, config, donate: bool) -> dict:
     boards the regret plus prediction and the boards' regret terms."""
     S, H = game.num_slots, game.num_hands
     plan = plan_of(game)
-    if config.precision == "float32" and plan.native and plan.native_half and KERNELS["native_half"].supports(config):
+    if plan.native and plan.native_half and KERNELS["native_half"].supports(config):
         n = 2 if config.order == "alternating" or donate else 0
         return {"native update outputs": n * S * H} if n else {}
     rows = {"strategy + sentinel": (S + 1) * H, "regret terms": S * H, "average term": S * H}
