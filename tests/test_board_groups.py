@@ -54,8 +54,8 @@ def test_grouped_boards_equal_all_at_once(as_gpu):
 
 def test_plan_counts_one_group(as_gpu):
     """The accelerator's memory plan counts one group's forests (5 of 48 boards), and is
-    within 20% of XLA's buffer assignment of the grouped solve (XLA:CPU compiling the
-    accelerator lowering; one iteration: a small solve's scan is unrolled off the CPU,
+    within 20% of XLA's buffer assignment of the grouped solve, float32 and 16-bit
+    storage (XLA:CPU compiling the accelerator lowering; one iteration: a small solve's scan is unrolled off the CPU,
     `cfrjax.driver.scan_unroll`, which the plan does not count)."""
     grouped = _grouped(as_gpu, GROUP)
     state = cfrjax.init(grouped, rule="dcfr", order="simultaneous", dtype="float32")
@@ -68,6 +68,12 @@ def test_plan_counts_one_group(as_gpu):
     assert "board loop slot temporaries" in rows and "board loop slot temporaries" not in whole
     xla = memory.executable_memory(lower_solve(grouped, state, 1, donate=True).compile())
     assert 0.8 <= plan.total_bytes / xla["total_bytes"] <= 1.2, (plan.total_bytes, xla)
+    # 16-bit storage (`cfrjax.storage`): the same, its state at 2 bytes an entry
+    s16 = cfrjax.init(grouped, rule="dcfr", order="simultaneous", precision="int16")
+    p16 = memory.memory_plan(grouped, s16, donate=True, platform="gpu")
+    x16 = memory.executable_memory(lower_solve(grouped, s16, 1, donate=True).compile())
+    assert 0.8 <= p16.total_bytes / x16["total_bytes"] <= 1.2, (p16.total_bytes, x16)
+    assert x16["total_bytes"] < xla["total_bytes"] and p16.total_bytes < plan.total_bytes
 
 
 def test_group_boards_picks_the_group_from_the_budget(as_gpu):
