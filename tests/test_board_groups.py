@@ -93,3 +93,21 @@ def test_group_boards_picks_the_group_from_the_budget(as_gpu):
     assert memory.group_boards(cpu, 1).plan.boards_at_once == 0
     with pytest.raises(ValueError, match="boards_at_once"):
         cfrjax.Plan(boards_at_once=-1)
+
+
+@pytest.mark.slow   # another instance of test_plan_counts_one_group's claim: a flop, one list per player
+def test_per_player_flop_plan_counts_one_group(as_gpu):
+    """A flop with one hand list per player (`hands="player"`, 49 x 48 boards below the
+    turn cards), a turn card's 48 river boards at a time (plus one: groups across turn
+    cards): the plan within 20% of XLA's buffer assignment (XLA:CPU, accelerator lowering,
+    one iteration, donated). (Every board at once, the plan was 1.4x XLA's alternating,
+    2.5x simultaneous: conservative, docs/design/density.md.)"""
+    spec = PokerSubgameSpec(board="Ks Js Th", pot=20, stack=110, bet_fractions=(1.0,), raise_cap=0,
+                            range0={"AsQs": 1.0, "9h9d": 0.5, "AhAd": 0.7, "QhJh": 1, "Tc9c": 1},
+                            range1={"KhKd": 1.0, "8c8d": 0.3, "Qh9c": 0.9, "6h6d": 0.6})
+    game = _grouped(use(build_public(spec, hands="player"), "xla", platform="gpu"), 49)
+    assert game.player_lists and game.num_boards == 49 * 48
+    state = cfrjax.init(game, rule="dcfr", order="alternating", dtype="float32")
+    plan = memory.memory_plan(game, state, donate=True, platform="gpu")
+    xla = memory.executable_memory(lower_solve(game, state, 1, donate=True).compile())
+    assert 0.8 <= plan.total_bytes / xla["total_bytes"] <= 1.2, (plan.total_bytes, xla)
