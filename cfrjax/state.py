@@ -175,22 +175,31 @@ def init_config(game, config: Config) -> SolverState:
     `config`'s rule needs (`cfrjax.rules.capabilities`), zeros."""
     dt = jnp.dtype(config.dtype)
     predictive = capabilities(config).predictive
+    leaf_init = getattr(game, "leaf_init", None)   # a depth-limited game's stateful leaf function
+    if config.precision == "int16":
+        return _init16(game, config, predictive, leaf_init)
     floats, comp, weight, iteration = _zeros(tuple(game.slot_shape), dt, compensation_dtype(config.dtype),
                                              3 if predictive else 2)
-    leaf_init = getattr(game, "leaf_init", None)   # a depth-limited game's stateful leaf function
-    if config.precision == "int16":   # `cfrjax.storage`: 16-bit slot arrays, a float32 scale per node
-        from cfrjax.storage import num_nodes, stored_dtypes
-        if leaf_init is not None:
-            raise ValueError("precision 'int16' is not available for a depth-limited game (its leaf state is "
-                             "float32); use precision 'float32'")
-        shape, kinds = tuple(game.slot_shape), stored_dtypes()
-        scales = np.zeros((num_nodes(game),), np.float32)
-        return SolverState(regret=device_array(np.zeros(shape, kinds["regret"])),
-                           avg=device_array(np.zeros(shape, kinds["avg"])), avg_comp=None, avg_weight=weight,
-                           iteration=iteration, prediction=floats[2] if predictive else None, locked=None,
-                           locked_policy=None, regret_scale=device_array(scales),
-                           avg_scale=device_array(scales.copy()), config=config)
     return SolverState(regret=floats[0], avg=floats[1], avg_comp=comp, avg_weight=weight,
                        iteration=iteration, prediction=floats[2] if predictive else None, locked=None,
                        locked_policy=None, leaf=None if leaf_init is None else leaf_init(game.leaf_data, dt),
+                       config=config)
+
+
+def _init16(game, config: Config, predictive: bool, leaf_init) -> SolverState:
+    """`init_config` under 16-bit storage (`cfrjax.storage`): int16 regrets, uint16
+    average, a float32 scale per decision node, a float32 prediction for a predictive
+    rule; nothing else made (no float32 slot array on the device, even for a moment)."""
+    from cfrjax.storage import num_nodes, stored_dtypes
+    if leaf_init is not None:
+        raise ValueError("precision 'int16' is not available for a depth-limited game (its leaf state is float32); "
+                         "use precision 'float32'")
+    shape, kinds = tuple(game.slot_shape), stored_dtypes()
+    scales = np.zeros((num_nodes(game),), np.float32)
+    return SolverState(regret=device_array(np.zeros(shape, kinds["regret"])),
+                       avg=device_array(np.zeros(shape, kinds["avg"])), avg_comp=None,
+                       avg_weight=device_array(np.zeros((), np.float32)),
+                       iteration=device_array(np.zeros((), np.int32)),
+                       prediction=device_array(np.zeros(shape, np.float32)) if predictive else None, locked=None,
+                       locked_policy=None, regret_scale=device_array(scales), avg_scale=device_array(scales.copy()),
                        config=config)
