@@ -56,6 +56,7 @@ from cfrjax.forms import form_of
 from cfrjax.plan import plan_of
 from cfrjax.rules import mean_coefficient
 from cfrjax.state import SolverState
+from cfrjax.storage import decode, encode_avg, encode_regret
 
 
 def running_mean_update(mean, y, b_t, w_t):
@@ -265,7 +266,6 @@ def _float_step(game, state: SolverState) -> SolverState:
 def _step16(game, state: SolverState) -> SolverState:
     """`split_step` of a 16-bit state (whole slot arrays): decode, a float32 iteration
     without compensation, encode."""
-    from cfrjax.storage import decode, encode_avg, encode_regret
     f32 = dataclasses.replace(state, regret=decode(game, state.regret, state.regret_scale),
                               avg=decode(game, state.avg, state.avg_scale), regret_scale=None, avg_scale=None,
                               config=dataclasses.replace(state.config, precision="float32"))

@@ -19,6 +19,7 @@ import numpy as np
 from cfrjax import xla_options
 from cfrjax.host import default_platform, device_array
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config, capabilities
+from cfrjax.storage import STORED_DTYPES, num_nodes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,11 +33,12 @@ class SolverState:
       regret: `[S]` cumulative regrets.
       avg: `[S]` running weighted mean of the reach-weighted strategies
         `pi_i(I) sigma_t(I, a)`; normalized per information set it is the average policy.
-      avg_comp: `[S]` (`None` under 16-bit storage) the low-order part of that mean in a float32 solve (compensated
+      avg_comp: `[S]` the low-order part of that mean in a float32 solve (compensated
         summation, `cfrjax.iteration.compensated_mean_update`: the mean is `avg + avg_comp`
         to 8 or more bits than float32 holds, and `avg` is it rounded to float32), stored in
         bfloat16 on an accelerator (half the bytes of a float32 buffer) and in float32 on
-        CPU (`compensation_dtype`); zeros in a float64 solve, which updates `avg` alone.
+        CPU (`compensation_dtype`); zeros in a float64 solve, which updates `avg` alone;
+        `None` under 16-bit storage.
       avg_weight: `[]` total averaging weight `W_t` so far.
       iteration: `[]` int32, completed iterations.
       prediction: `[S]` prediction buffer of the predictive rules (`pcfr+`, `pdcfr+`,
@@ -190,14 +192,13 @@ def _init16(game, config: Config, predictive: bool, leaf_init) -> SolverState:
     """`init_config` under 16-bit storage (`cfrjax.storage`): int16 regrets, uint16
     average, a float32 scale per decision node, a float32 prediction for a predictive
     rule; nothing else made (no float32 slot array on the device, even for a moment)."""
-    from cfrjax.storage import num_nodes, stored_dtypes
     if leaf_init is not None:
         raise ValueError("precision 'int16' is not available for a depth-limited game (its leaf state is float32); "
                          "use precision 'float32'")
-    shape, kinds = tuple(game.slot_shape), stored_dtypes()
+    shape = tuple(game.slot_shape)
     scales = np.zeros((num_nodes(game),), np.float32)
-    return SolverState(regret=device_array(np.zeros(shape, kinds["regret"])),
-                       avg=device_array(np.zeros(shape, kinds["avg"])), avg_comp=None,
+    return SolverState(regret=device_array(np.zeros(shape, STORED_DTYPES["regret"])),
+                       avg=device_array(np.zeros(shape, STORED_DTYPES["avg"])), avg_comp=None,
                        avg_weight=device_array(np.zeros((), np.float32)),
                        iteration=device_array(np.zeros((), np.int32)),
                        prediction=device_array(np.zeros(shape, np.float32)) if predictive else None, locked=None,

@@ -23,14 +23,11 @@ import jax.numpy as jnp
 
 from cfrjax.rules import PRECISIONS
 
-__all__ = ["PRECISIONS", "decode", "decoded", "encode_avg", "encode_regret", "num_nodes", "stored_dtypes"]
+__all__ = ["PRECISIONS", "STORED_DTYPES", "decode", "decoded", "encode_avg", "encode_regret", "num_nodes"]
 
 _SIGNED, _UNSIGNED = 32767.0, 65535.0
-
-
-def stored_dtypes() -> dict:
-    """The stored dtype of each 16-bit slot array: `{"regret": "int16", "avg": "uint16"}`."""
-    return {"regret": "int16", "avg": "uint16"}
+#: The stored dtype of each 16-bit slot array.
+STORED_DTYPES = {"regret": "int16", "avg": "uint16"}
 
 
 def num_nodes(game) -> int:
@@ -46,7 +43,7 @@ def _scale(game, a):
     return jax.ops.segment_max(rows, game.slot_infoset, num_segments=num_nodes(game), indices_are_sorted=True)
 
 
-def _per_slot(game, scale, ndim: int):
+def _per_slot(game, scale):
     """A node's scale at each of its slots, `[S, 1 (hands)..., *batch]`."""
     s = scale[game.slot_infoset]
     return jnp.expand_dims(s, tuple(range(1, len(game.slot_shape)))) if len(game.slot_shape) > 1 else s
@@ -55,7 +52,7 @@ def _per_slot(game, scale, ndim: int):
 def encode_regret(game, x):
     """`(q int16, scale float32 [nodes, *batch])` of the float32 regrets `x` (slot array)."""
     scale = _scale(game, jnp.abs(x))
-    s = _per_slot(game, scale, x.ndim)
+    s = _per_slot(game, scale)
     q = jnp.round(jnp.where(s > 0, x * (_SIGNED / jnp.where(s > 0, s, 1.0)), 0.0))
     return q.astype(jnp.int16), scale.astype(jnp.float32)
 
@@ -64,7 +61,7 @@ def encode_avg(game, x):
     """`(q uint16, scale float32 [nodes, *batch])` of the non-negative float32 average `x`."""
     x = jnp.maximum(x, 0.0)
     scale = _scale(game, x)
-    s = _per_slot(game, scale, x.ndim)
+    s = _per_slot(game, scale)
     q = jnp.floor(jnp.where(s > 0, x * (_UNSIGNED / jnp.where(s > 0, s, 1.0)), 0.0) + 0.49999997)
     return q.astype(jnp.uint16), scale.astype(jnp.float32)
 
@@ -73,16 +70,15 @@ def decode(game, q, scale, dtype=jnp.float32):
     """The float slot array of the stored `q` (int16 regrets or uint16 average) and its
     node scales."""
     full = _SIGNED if q.dtype == jnp.int16 else _UNSIGNED
-    return q.astype(dtype) * (_per_slot(game, scale, q.ndim).astype(dtype) / full)
+    return q.astype(dtype) * (_per_slot(game, scale).astype(dtype) / full)
 
 
 def decoded(game, state):
-    """`state` with float32 regrets and average (its scales dropped, no compensation: zeros)
+    """`state` with float32 regrets and average (its scales dropped, no compensation)
     where it is stored in 16 bits; `state` itself otherwise. What the policies and the
     evaluation read."""
     if state.config.precision != "int16":
         return state
-    avg = decode(game, state.avg, state.avg_scale)
-    return dataclasses.replace(state, regret=decode(game, state.regret, state.regret_scale), avg=avg,
-                               avg_comp=jnp.zeros_like(avg), regret_scale=None, avg_scale=None,
+    return dataclasses.replace(state, regret=decode(game, state.regret, state.regret_scale),
+                               avg=decode(game, state.avg, state.avg_scale), regret_scale=None, avg_scale=None,
                                config=dataclasses.replace(state.config, precision="float32"))

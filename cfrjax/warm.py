@@ -51,6 +51,7 @@ from cfrjax.checkpoint import load_checkpoint
 from cfrjax.forms import form_name, form_of
 from cfrjax.rules import Config
 from cfrjax.state import SolverState, init_config, resolve_dtype
+from cfrjax.storage import encode_regret
 from cfrjax.strategy import is_policy_file, load_policy
 
 __all__ = ["DEFAULT_STRENGTH", "policy_state", "warm_start"]
@@ -149,7 +150,6 @@ def policy_state(game, policy, *, config: Config | None = None, strength: float 
                          f"arrays are {list(game.slot_shape)}: a warm start needs a policy of the same tree and form")
     regret = _policy_regret(game, policy, jnp.asarray(strength, dt))
     if config.precision == "int16":   # stored in 16 bits with its node scales (`cfrjax.storage`)
-        from cfrjax.storage import encode_regret
         regret, scale = encode_regret(game, regret)
         return dataclasses.replace(state, regret=regret, regret_scale=scale)
     return dataclasses.replace(state, regret=regret)
