@@ -248,7 +248,9 @@ def load_checkpoint(path: str | os.PathLike, game, *,
                                   f"configuration stores as {leaves[k].dtype}")
     # The compensation in its dtype (`state.compensation_dtype`: stored widened; zeros from
     # a checkpoint without one; rounded from a float32 one of an earlier version).
-    leaves["avg_comp"] = leaves["avg_comp"].astype(compensation_dtype(saved.dtype))
+    # A 16-bit state (`cfrjax.storage`) has none: its integers and node scales are stored.
+    leaves["avg_comp"] = (None if saved.precision == "int16" else
+                          leaves["avg_comp"].astype(compensation_dtype(saved.dtype)))
     return SolverState(**leaves, config=saved)
 
 

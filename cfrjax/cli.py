@@ -100,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--plot", default=None, metavar="PATH",
                    help="write the exploitability curve (vs iterations and vs seconds) as a PNG (needs matplotlib)")
     s.add_argument("--save-game", default=None, help="also write the compiled game to this .npz path")
+    s.add_argument("--precision", choices=("float32", "int16"), default="float32",
+                   help="storage of the regrets and average between iterations: float32 (default) or int16 "
+                        "(16-bit integers with a float32 scale per decision node; float32 arithmetic)")
     s.add_argument("--memory-plan", action="store_true",
                    help="print the memory plan (one row per buffer) before compiling, or with the error when the "
                         "plan does not fit")
@@ -532,7 +535,7 @@ def _solve(args) -> dict:
     t0 = time.perf_counter()
     with _Status(f"building {args.game} ..."):
         game = _load_game_quietly(args.game, args.chance, args.form, args.hands)
-        game = cfrjax.plan.use(game, args.plan)
+        game = cfrjax.memory.group_boards(cfrjax.plan.use(game, args.plan))
     build_s = time.perf_counter() - t0
     _say_plan(args, game.plan)
     pot = starting_pot(game)  # poker spots: exploitability also in % of the starting pot
@@ -542,7 +545,8 @@ def _solve(args) -> dict:
         cfrjax.strategy.check_json_size(args.save_policy, game)
     if args.save_game:
         cfrjax.save_game(game, args.save_game)
-    state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype)
+    state = cfrjax.init(game, rule=args.rule, order=args.order, averaging=args.averaging, dtype=args.dtype,
+                        precision=args.precision)
     if args.warm_start:
         from cfrjax.strategy import is_policy_file
 
@@ -615,7 +619,8 @@ def _solve(args) -> dict:
     solve_s = run.solve_s - solve_before
 
     meta = dict(game=game.name, form=cfrjax.forms.form_name(game), rule=args.rule, order=args.order,
-                averaging=args.averaging, dtype=args.dtype, chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value)
+                averaging=args.averaging, dtype=args.dtype, chance=args.chance, iterations=int(state.iteration), exploitability=expl, value=value,
+                precision=args.precision)
     if pot is not None:
         meta.update(pot=pot, exploitability_pct_pot=100 * expl / pot)
     if cfrjax.forms.raked(game):  # not zero-sum: both players' values, and the expected rake

@@ -27,6 +27,7 @@ from cfrjax.locking import drop_idle_locks, restore_locks
 from cfrjax.memory import guard
 from cfrjax.policy import average_policy
 from cfrjax.state import SolverState
+from cfrjax.storage import decoded
 from cfrjax import xla_options
 
 
@@ -139,6 +140,7 @@ def with_float_dtype(tree, dtype):
 def _policy64(game, state: SolverState):
     """`(game, average policy)` with every float in float64 (trace under x64)."""
     game64 = with_float_dtype(game, jnp.float64)
+    state = decoded(game, state)
     return game64, average_policy(game64, dataclasses.replace(state, avg=state.avg.astype(jnp.float64)))
 
 

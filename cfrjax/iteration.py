@@ -56,6 +56,7 @@ from cfrjax.forms import form_of
 from cfrjax.plan import plan_of
 from cfrjax.rules import mean_coefficient
 from cfrjax.state import SolverState
+from cfrjax.storage import decode, encode_avg, encode_regret
 
 
 def running_mean_update(mean, y, b_t, w_t):
@@ -95,7 +96,7 @@ def _plain_mean_update(mean, comp, y, b_t, w_t):
 def _average_update(cfg):
     """`_average`'s update as a form's `fused_half` applies it: `(mean, comp, y, b_t, w_t)
     -> (mean, comp)`, compensated in float32, the plain running mean otherwise."""
-    return compensated_mean_update if cfg.dtype == "float32" else _plain_mean_update
+    return compensated_mean_update if cfg.dtype == "float32" and cfg.precision == "float32" else _plain_mean_update
 
 
 def _average(cfg, avg, comp, y, b_t, w_new):
@@ -120,7 +121,7 @@ def split_slots(game, state: SolverState) -> SolverState:
     full-size copy of the regrets, the average and its compensation per half).
     `run_steps` splits once around its scan, `step` around one iteration.
     """
-    if state.config.order != "alternating":
+    if state.config.order != "alternating" or state.config.precision == "int16":   # (16 bits: `split_step`)
         return state
     k = game.slot_split
     return dataclasses.replace(state, **{f: (getattr(state, f)[:k], getattr(state, f)[k:]) for f in SLOT_FIELDS
@@ -227,7 +228,18 @@ def _columns(regret) -> int:
 
 def split_step(game, state: SolverState) -> SolverState:
     """`step` on a state whose slot arrays are split (`split_slots`); returns it split.
-    The body of `cfrjax.driver.run_steps`' scan."""
+    The body of `cfrjax.driver.run_steps`' scan. Under 16-bit storage (`cfrjax.storage`)
+    the regrets and average are decoded to float32 for the iteration (split into the
+    players' halves here under alternating order), updated with the plain running mean,
+    and re-encoded with their new node scales."""
+    if state.config.precision == "int16":
+        return _step16(game, state)
+    return _float_step(game, state)
+
+
+def _float_step(game, state: SolverState) -> SolverState:
+    """`split_step`'s iteration on float slot arrays (under 16-bit storage its decoded
+    ones, the config's precision choosing the plain mean update and XLA's half-updates)."""
     cfg = state.config
     dt = jnp.dtype(cfg.dtype)
     t_int = state.iteration + 1
@@ -249,6 +261,22 @@ def split_step(game, state: SolverState) -> SolverState:
         kept = kept if wide else None
     return dataclasses.replace(state, regret=regret, avg=avg, avg_comp=comp, avg_weight=w_new, iteration=t_int,
                                prediction=pred, leaf=leaf)
+
+
+def _step16(game, state: SolverState) -> SolverState:
+    """`split_step` of a 16-bit state (whole slot arrays): decode, a float32 iteration
+    without compensation, encode."""
+    f32 = dataclasses.replace(state, regret=decode(game, state.regret, state.regret_scale),
+                              avg=decode(game, state.avg, state.avg_scale), regret_scale=None, avg_scale=None,
+                              config=dataclasses.replace(state.config, precision="float32"))
+    zero = jnp.zeros((), jnp.float32)   # the compensation the plain mean update keeps as it is
+    f32 = dataclasses.replace(split_slots(game, dataclasses.replace(f32, avg_comp=None)), config=state.config,
+                              avg_comp=(zero, zero) if state.config.order == "alternating" else zero)
+    new = join_slots(dataclasses.replace(_float_step(game, f32), avg_comp=None))
+    regret, regret_scale = encode_regret(game, new.regret)
+    avg, avg_scale = encode_avg(game, new.avg)
+    return dataclasses.replace(new, regret=regret, avg=avg, avg_comp=None, regret_scale=regret_scale,
+                               avg_scale=avg_scale)
 
 
 def step(game, state: SolverState) -> SolverState:

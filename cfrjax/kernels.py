@@ -30,6 +30,9 @@ IMPLEMENTATIONS = ("pallas", "native", "cuda", "xla")
 _PLAIN = Capabilities(clamped=True)
 #: Any rule: what every rule needs (an operation that no rule changes).
 _ANY = Capabilities(predictive=True, clamped=True, discount_at_update=True, unweighted_average=True)
+#: The storages a half-update kernel runs: float32 slot arrays (it reads and writes the
+#: state as stored, and the compensation); 16-bit states update in XLA (`cfrjax.storage`).
+_STORED = ("float32",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +47,9 @@ class Kernel:
       switches: the `Plan` fields that turn it on (`"pallas:NAME"`: NAME in `Plan.pallas`).
       forms: the compiled forms it runs (`"tabular"`, `"public"`).
       dtypes: the float dtypes it runs.
+      precisions: the state storages it runs (`rules.Config.precision`): a half-update
+        reads and writes the stored slot arrays (float32 only); the other operations see
+        them decoded (`cfrjax.storage`).
       devices: the platforms it compiles for (`"cpu"`, `"gpu"`: an NVIDIA GPU).
       interpretable: Pallas's interpreter runs it on any platform (`Plan.interpret`).
       rules: the rule capabilities it implements (`supports`).
@@ -56,6 +62,7 @@ class Kernel:
     switches: tuple
     forms: tuple = ("public",)
     dtypes: tuple = ("float32",)
+    precisions: tuple = ("float32", "int16")
     devices: tuple = ("cpu",)
     interpretable: bool = False
     rules: Capabilities = _ANY
@@ -67,10 +74,11 @@ class Kernel:
             raise ValueError(f"unknown implementation {self.implementation!r}; allowed: {', '.join(IMPLEMENTATIONS)}")
 
     def supports(self, config) -> bool:
-        """Whether it runs solves of `config` (`cfrjax.rules.Config`): its dtype, and every
-        capability the rule needs (`rules.capabilities`) implemented here."""
+        """Whether it runs solves of `config` (`cfrjax.rules.Config`): its dtype and
+        precision, and every capability the rule needs (`rules.capabilities`) implemented
+        here."""
         need = capabilities(config)
-        return config.dtype in self.dtypes and all(
+        return config.dtype in self.dtypes and config.precision in self.precisions and all(
             getattr(self.rules, f.name) or not getattr(need, f.name) for f in dataclasses.fields(Capabilities))
 
     def enabled(self, plan, interpret: bool = False):
@@ -101,14 +109,14 @@ KERNELS = {k.name: k for k in (
     Kernel("native_forest", "forest", "native", "cfrjax.public.native:forest", ("native", "native_forest"),
            dtypes=("float32", "float64")),
     Kernel("native_half", "half_update", "native", "cfrjax.public.native:half", ("native", "native_half"),
-           dtypes=("float32", "float64"), rules=Capabilities(clamped=True, discount_at_update=True,
-                                                             unweighted_average=True)),
+           dtypes=("float32", "float64"), precisions=_STORED,
+           rules=Capabilities(clamped=True, discount_at_update=True, unweighted_average=True)),
     Kernel("spot_half", "half_update", "xla", "cfrjax.public.cpu_spot:half", ("cpu_spot_half",),
-           dtypes=("float32", "float64"), rules=_PLAIN),
+           dtypes=("float32", "float64"), precisions=_STORED, rules=_PLAIN),
     Kernel("spot", "half_update", "pallas", "cfrjax.public.spot_kernel:half", ("pallas:spot",), devices=("gpu",),
-           interpretable=True, rules=_PLAIN),
+           interpretable=True, precisions=_STORED, rules=_PLAIN),
     Kernel("turn", "half_update", "pallas", "cfrjax.public.turn_kernel:half", ("pallas:turn",), devices=("gpu",),
-           interpretable=True, rules=_PLAIN),
+           interpretable=True, precisions=_STORED, rules=_PLAIN),
 )}
 
 

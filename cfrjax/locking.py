@@ -48,7 +48,7 @@ def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) ->
       ValueError: a probability vector of the wrong length, negative, or not summing to 1.
     """
     if state.locked is None:   # nothing locked yet
-        mask, values = np.zeros(np.shape(state.regret), bool), np.zeros(np.shape(state.regret), state.regret.dtype)
+        mask, values = np.zeros(np.shape(state.regret), bool), np.zeros(np.shape(state.regret), state.config.dtype)
     else:
         mask, values = np.asarray(state.locked).copy(), np.asarray(state.locked_policy).copy()
     for key, probs in strategies.items():
@@ -62,7 +62,7 @@ def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) ->
             raise ValueError(f"lock {key!r}: probabilities {p.tolist()} must be non-negative and sum to 1")
         mask[sl] = True
         values[sl] = p
-    return dataclasses.replace(state, locked=jnp.asarray(mask), locked_policy=jnp.asarray(values, state.regret.dtype))
+    return dataclasses.replace(state, locked=jnp.asarray(mask), locked_policy=jnp.asarray(values, state.config.dtype))
 
 
 def unlock(game, state: SolverState, keys: Sequence[str] | None = None) -> SolverState:

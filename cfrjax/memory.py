@@ -48,12 +48,15 @@ import numpy as np
 
 from cfrjax.forms import form_of
 from cfrjax.host import default_platform
+from cfrjax.plan import plan_of
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config, capabilities
 from cfrjax.state import compensation_dtype
+from cfrjax.storage import num_nodes
 from cfrjax.tabular import scratch_from_sizes
 
-__all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "check_fits", "compiled_memory", "device_free_bytes",
-           "device_peak_bytes", "executable_memory", "format_bytes", "guard", "memory_plan", "plan_from_sizes"]
+__all__ = ["Buffer", "MemoryPlan", "MemoryPlanError", "boards_for_budget", "check_fits", "compiled_memory",
+           "device_free_bytes", "device_peak_bytes", "executable_memory", "format_bytes", "group_boards", "guard",
+           "memory_plan", "plan_from_sizes"]
 
 
 class MemoryPlanError(MemoryError):
@@ -166,17 +169,26 @@ def _scratch_rows(elements: dict, fdt) -> list:
     return [Buffer(name, "scratch", int(n), fdt, True, notes.get(name, "")) for name, n in elements.items()]
 
 
-def _state_rows(S, sdt, *, predictive: bool, donate: bool, locks: bool = False, platform: str | None = None) -> list:
+def _state_rows(S, sdt, *, predictive: bool, donate: bool, locks: bool = False, platform: str | None = None,
+                nodes: int | None = None) -> list:
     """The solver state's rows (`cfrjax.state.SolverState`): regret, average and its
     compensation (`compensation_dtype` on `platform`), the prediction of a predictive rule
     (`predictive`), the scalars; an input and an output copy, one copy (`in/out`) where
     the solve takes the state over (`donate`: `cfrjax.solve(..., donate=True)`); the
-    node locks (`locks`), read only."""
+    node locks (`locks`), read only. `nodes`: under 16-bit storage (`cfrjax.storage`) the
+    decision nodes: int16 regrets, uint16 average, a float32 scale per node each, no
+    compensation."""
     rows = []
     for copy in (("in/out",) if donate else ("in", "out")):
-        rows += [Buffer(f"state.regret [{copy}]", "state", S, sdt, True),
-                 Buffer(f"state.avg [{copy}]", "state", S, sdt, True),
-                 Buffer(f"state.avg_comp [{copy}]", "state", S, compensation_dtype(sdt, platform).name, True)]
+        if nodes is not None:
+            rows += [Buffer(f"state.regret [{copy}]", "state", S, "int16", True),
+                     Buffer(f"state.avg [{copy}]", "state", S, "uint16", True),
+                     Buffer(f"state.regret_scale [{copy}]", "state", nodes, "float32", True),
+                     Buffer(f"state.avg_scale [{copy}]", "state", nodes, "float32", True)]
+        else:
+            rows += [Buffer(f"state.regret [{copy}]", "state", S, sdt, True),
+                     Buffer(f"state.avg [{copy}]", "state", S, sdt, True),
+                     Buffer(f"state.avg_comp [{copy}]", "state", S, compensation_dtype(sdt, platform).name, True)]
         if predictive:
             rows.append(Buffer(f"state.prediction [{copy}]", "state", S, sdt, True))
         rows += [Buffer(f"state.avg_weight [{copy}]", "state", 1, sdt, True),
@@ -230,7 +242,7 @@ def plan_from_sizes(nodes: int, decision_edges: int, slots: int, infosets: int, 
 
 def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1, dtype=None,
                 order: str | None = None, rule: str | None = None, donate: bool = False,
-                platform: str | None = None) -> MemoryPlan:
+                platform: str | None = None, precision: str = "float32") -> MemoryPlan:
     """The plan of solving `game` (from its actual leaves) on one device.
 
     Args:
@@ -248,6 +260,8 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
         command line's): one copy of the state, not an input and an output.
       platform: where it runs (default: JAX's default backend): the form's
         `scratch_elements` on it (a public-form game's differ on CPU).
+      precision: the state's storage when no `state` is given (`cfrjax.rules.Config`:
+        `"int16"` counts 2 bytes per regret and average entry and the node scales).
     """
     leaves = {}
     for f in dataclasses.fields(game):
@@ -273,7 +287,8 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
                if x is not None and np.issubdtype(np.dtype(x.dtype), np.floating))
     fdt = np.dtype(dtype or gdt).name
     order = order or DEFAULT_ORDER
-    config = state.config if state is not None else Config(rule=rule or DEFAULT_RULE, order=order, dtype=fdt)
+    config = state.config if state is not None else Config(rule=rule or DEFAULT_RULE, order=order, dtype=fdt,
+                                                           precision=precision)
     platform = platform or default_platform()
     batch = game_batch if batch is None else int(batch)
     per_device = -(-batch // int(devices))
@@ -290,15 +305,65 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
         else:
             rows.append(Buffer(k, "game", n, dt, k in batched or not batched))
     rows += _state_rows(int(np.prod(game.slot_shape)), fdt, predictive=capabilities(config).predictive, donate=donate,
-                        locks=locks, platform=platform)
+                        locks=locks, platform=platform,
+                        nodes=num_nodes(game) if config.precision == "int16" else None)
     rows += _scratch_rows(form_of(game).scratch_elements(game, order, config=config, platform=platform,
                                                          donate=donate), fdt)
+    if config.precision == "int16":   # (`cfrjax.storage`) the decode fuses into its readers; the new average is
+        # materialised before its encode (its node maxima): one float32 array, XLA:CPU's assignment of the
+        # accelerator lowering within 5% (bench: density.md)
+        rows.append(Buffer("average before its encode", "scratch", int(np.prod(game.slot_shape)), "float32", True,
+                           "int16"))
     if platform != "cpu":   # on CPU native code and XLA read the index arrays in place
         rows.append(Buffer("index slices", "xla", index_elems, "int32", False, _XLA_NOTE))
     order_of = {"index": 0, "game": 1, "state": 2, "scratch": 3, "xla": 4}
     rows.sort(key=lambda b: order_of[b.group])
     return MemoryPlan(tuple(rows), batch=per_device,
                       sizes=dict(game.sizes(), order=order, dtype=fdt, batch=batch, devices=int(devices)))
+
+
+def boards_for_budget(game, plan, budget_bytes: float, margin: float = 0.10) -> int:
+    """The `boards_at_once` of `plan` (a `cfrjax.plan.Plan` off the CPU) for a public
+    `game` within `budget_bytes`: 0 (every board's forest at once) where that plan fits,
+    else the most boards per group whose plan fits, at least 1. Planned for the larger of
+    a solve and its evaluation: float64 (the evaluation widens to it), simultaneous
+    order, the state donated (`cfrjax.solve(..., donate=True)`, the command line's)."""
+    B = game.num_boards
+
+    def total(k):
+        g = dataclasses.replace(game, plan=dataclasses.replace(plan, boards_at_once=k))
+        return memory_plan(g, dtype="float64", order="simultaneous", donate=True, platform=plan.platform).total_bytes
+    room = float(budget_bytes) / (1.0 + margin)
+    if B <= 1 or total(0) <= room:
+        return 0
+    one, two = total(1), total(2)
+    per_board = two - one
+    k = 1 + int((room - one) // per_board) if per_board > 0 else 1
+    return max(1, min(k, B - 1))
+
+
+def group_boards(game, budget_bytes: int | None = None, device=None):
+    """`game` with its plan's `boards_at_once` (`cfrjax.plan.Plan`) fitted to the memory:
+    off the CPU, for a public game of several boards, `boards_for_budget` against
+    `budget_bytes` (default: the free memory of `device`, default the first device of the
+    plan's platform, where it reports one); `game` as it is otherwise. The game's plan is
+    its own (`cfrjax.plan.use`) or the default one. No timing: the memory plan alone.
+
+        game = cfrjax.memory.group_boards(cfrjax.plan.use(game, "auto"))"""
+    plan = plan_of(game)
+    if plan.platform == "cpu" or len(getattr(game, "slot_shape", ())) != 2 or game.num_boards <= 1:
+        return game
+    if budget_bytes is None:
+        if device is None:
+            try:
+                device = jax.devices(plan.platform)[0]
+            except RuntimeError:   # no device of the plan's platform here
+                return game
+        budget_bytes = device_free_bytes(device)[0]
+        if budget_bytes is None:
+            return game
+    k = boards_for_budget(game, plan, budget_bytes)
+    return dataclasses.replace(game, plan=dataclasses.replace(plan, boards_at_once=k))
 
 
 def device_peak_bytes(device=None) -> int | None:

@@ -74,6 +74,13 @@ class Plan:
         rows and matches stored regrets (`cfrjax.iteration`).
       batch_first_min_subgames: subgames (one board each) from which the sorted showdown
         runs batch-first off the CPU (`cfrjax.public.terminals`).
+      boards_at_once: boards whose forests an accelerator's pass (regret, best response,
+        values) holds at once (`cfrjax.public.forest.map_boards`: `lax.map` over groups of
+        this many, each group `vmap`ped); 0: every board at once. The same values (to
+        rounding: XLA fuses the group's loop differently); the forests' reach and value
+        buffers shrink to the group's. `cfrjax.memory.group_boards` picks it from the
+        memory plan and the device's free memory; the CPU loops the boards one at a time
+        whatever it says.
       fallbacks: `((component, reason), ...)` of what could not run here.
     """
 
@@ -92,6 +99,7 @@ class Plan:
     spot_simultaneous_nodes: int = 32
     wide_columns: int = 1 << 18
     batch_first_min_subgames: int = 1
+    boards_at_once: int = 0
     fallbacks: tuple = ()
 
     def __post_init__(self):
@@ -103,7 +111,7 @@ class Plan:
         object.__setattr__(self, "pallas", _names("pallas", self.pallas))
         object.__setattr__(self, "interpret", _names("interpret", self.interpret))
         for f in ("matching_min_columns", "fold_min_subgames", "spot_simultaneous_nodes", "wide_columns",
-                  "batch_first_min_subgames"):
+                  "batch_first_min_subgames", "boards_at_once"):
             _positive_int(f, getattr(self, f))
         object.__setattr__(self, "fallbacks", tuple((str(a), str(b)) for a, b in self.fallbacks))
 
@@ -189,13 +197,19 @@ def resolve_plan(game=None, platform: str | None = None, choice="auto") -> Plan:
     on an NVIDIA GPU the Pallas kernels, and the CUDA showdown where it builds and
     `CFRJAX_CUDA` is not 0), `"xla"` (the XLA passes alone), or a `Plan` (returned as is).
     No timing: the thresholds are the measured defaults of `Plan`'s fields. Building a
-    library (the first time on this machine) happens here, not while tracing."""
+    library (the first time on this machine) happens here, not while tracing. Every board
+    at once (`boards_at_once` 0): `cfrjax.memory.group_boards` sets the group from the
+    memory plan and the device's free memory."""
     if isinstance(choice, Plan):
         return _xla_only(choice) if _two_lists(game) else choice
     if choice not in PRESETS:
         raise ValueError(f"unknown plan {choice!r}; allowed: {', '.join(map(repr, PRESETS))} or a cfrjax.Plan")
     from cfrjax.host import default_platform
-    platform = platform or default_platform()
+    return _resolve(game, platform or default_platform(), choice)
+
+
+def _resolve(game, platform: str, choice: str) -> Plan:
+    """`resolve_plan`'s preset `choice` on `platform`, every board at once."""
     if choice == "xla":
         return Plan(name="xla", platform=platform, native_forest=False, native_half=False, cpu_spot_half=False)
     if _two_lists(game):   # the XLA passes, visibly (`fallbacks`); regret matching's kernel on a GPU

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 
 from cfrjax import passes, rules
 from cfrjax.state import SolverState
+from cfrjax.storage import decoded
 
 
 def normalize(game, weights):
@@ -20,13 +21,14 @@ def normalize(game, weights):
 @jax.jit
 def average_policy(game, state: SolverState):
     """The average strategy (the one that converges to equilibrium), shaped `game.slot_shape`."""
-    return normalize(game, state.avg)
+    return normalize(game, decoded(game, state).avg)
 
 
 @jax.jit
 def current_policy(game, state: SolverState):
     """The strategy the next iteration will play (`game.slot_shape`): regret matching of the regrets
     after the rule's pending discount (plus the prediction for predictive rules)."""
+    state = decoded(game, state)
     cfg = state.config
     regret = rules.discount(cfg, state.regret, state.iteration.astype(state.regret.dtype))
     sigma = passes.regret_matching(game, rules.strategy_regret(cfg, regret, state.prediction))

@@ -91,6 +91,8 @@ DEFAULT_ORDER = "alternating"
 ORDERS = ("simultaneous", "alternating")
 AVERAGING = ("uniform", "linear", "quadratic")
 DTYPES = ("float32", "float64")
+#: Storage precisions of the state (`Config.precision`, `cfrjax.storage`).
+PRECISIONS = ("float32", "int16")
 
 # Rules whose strategy is matched against regret + prediction (need the prediction buffer).
 PREDICTIVE = ("pcfr+", "pdcfr+")
@@ -168,6 +170,10 @@ class Config:
         and `pdcfr+` the schedule is the rule's own (gamma) and only `"linear"` (the
         default) is accepted.
       dtype: `"float32"` or `"float64"` (the latter needs `jax_enable_x64`).
+      precision: how the state's regrets and average are stored between iterations:
+        `"float32"` (in `dtype`, the default) or `"int16"` (int16 regrets and uint16
+        average with one float32 scale per decision node, `cfrjax.storage`; float32
+        arithmetic, so `dtype` must be `"float32"`).
       alpha, beta, gamma: discount parameters of `dcfr` (defaults 1.5, 0, 2: alpha and
         gamma finite and >= 0, beta any finite real), `pdcfr+` (alpha, gamma; defaults
         2.3, 5) and `dcfr-postflop` (defaults 1.5, 0, 3); `lcfr` is fixed at (1, 1, 1). `None` means the rule's default; giving one
@@ -178,6 +184,7 @@ class Config:
     order: str = DEFAULT_ORDER
     averaging: str = "linear"
     dtype: str = "float32"
+    precision: str = "float32"
     alpha: float | None = None
     beta: float | None = None
     gamma: float | None = None
@@ -187,6 +194,9 @@ class Config:
         _check("order", self.order, ORDERS)
         _check("averaging", self.averaging, AVERAGING)
         _check("dtype", self.dtype, DTYPES)
+        _check("precision", self.precision, PRECISIONS)
+        if self.precision == "int16" and self.dtype != "float32":
+            raise ValueError(f"precision 'int16' stores a float32 solve; dtype must be 'float32', got {self.dtype!r}")
         if self.rule in OWN_AVERAGING and self.averaging != "linear":
             raise ValueError(f"rule {self.rule!r} has its own averaging schedule; averaging must be "
                              f"'linear' (the default), got {self.averaging!r}")

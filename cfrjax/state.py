@@ -19,6 +19,7 @@ import numpy as np
 from cfrjax import xla_options
 from cfrjax.host import default_platform, device_array
 from cfrjax.rules import DEFAULT_ORDER, DEFAULT_RULE, Config, capabilities
+from cfrjax.storage import STORED_DTYPES, num_nodes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,7 +37,8 @@ class SolverState:
         summation, `cfrjax.iteration.compensated_mean_update`: the mean is `avg + avg_comp`
         to 8 or more bits than float32 holds, and `avg` is it rounded to float32), stored in
         bfloat16 on an accelerator (half the bytes of a float32 buffer) and in float32 on
-        CPU (`compensation_dtype`); zeros in a float64 solve, which updates `avg` alone.
+        CPU (`compensation_dtype`); zeros in a float64 solve, which updates `avg` alone;
+        `None` under 16-bit storage.
       avg_weight: `[]` total averaging weight `W_t` so far.
       iteration: `[]` int32, completed iterations.
       prediction: `[S]` prediction buffer of the predictive rules (`pcfr+`, `pdcfr+`,
@@ -54,6 +56,9 @@ class SolverState:
         `exact` leaf's warm-started leaf solves and their reach-weighted average:
         `cfrjax.public.depth`); `None` for every other game. Not in `ARRAY_FIELDS`
         (checkpoints refuse a state that has one).
+      regret_scale, avg_scale: `[nodes]` float32 scale of each decision node's regrets and
+        average under 16-bit storage (`config.precision == "int16"`: `regret` int16,
+        `avg` uint16, `cfrjax.storage`); `None` otherwise.
       config: `Config` (static).
     """
 
@@ -66,6 +71,8 @@ class SolverState:
     locked: Any
     locked_policy: Any
     leaf: Any = None
+    regret_scale: Any = None
+    avg_scale: Any = None
     config: Config = dataclasses.field(metadata=dict(static=True), default=Config())
 
 
@@ -74,9 +81,10 @@ class SolverState:
 ARRAY_FIELDS = tuple(f.name for f in dataclasses.fields(SolverState) if not f.metadata.get("static")
                      and f.name != "leaf")
 
-#: The array fields a state holds only where its rule or its locks need them (`None`
-#: otherwise): the predictive rules' prediction, the node locks.
-OPTIONAL_FIELDS = ("prediction", "locked", "locked_policy")
+#: The array fields a state holds only where its rule, its locks or its storage need them
+#: (`None` otherwise): the predictive rules' prediction, the node locks, the float32
+#: average's compensation and the 16-bit storage's scales.
+OPTIONAL_FIELDS = ("prediction", "locked", "locked_policy", "avg_comp", "regret_scale", "avg_scale")
 
 jax.tree_util.register_dataclass(SolverState, data_fields=list(ARRAY_FIELDS) + ["leaf"], meta_fields=["config"])
 
@@ -138,7 +146,7 @@ def _zeros(shape: tuple, dtype, comp_dtype, floats: int):
 
 def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
          averaging: str = "linear", dtype=None, *, alpha: float | None = None, beta: float | None = None,
-         gamma: float | None = None) -> SolverState:
+         gamma: float | None = None, precision: str = "float32") -> SolverState:
     """A fresh solver state: zero regrets, empty average, iteration 0, nothing locked; a
     prediction buffer only for a predictive rule.
 
@@ -149,15 +157,19 @@ def init(game, rule: str = DEFAULT_RULE, order: str = DEFAULT_ORDER,
         `"pdcfr+"`, `"dcfr-postflop"` (exact updates in `cfrjax.rules`).
       order: `"simultaneous"` or `"alternating"`.
       averaging: `"uniform"` or `"linear"`.
-      dtype: `"float32"`, `"float64"` or `None` (JAX's default float).
+      dtype: `"float32"`, `"float64"` or `None` (JAX's default float; float32 under
+        `precision="int16"`).
       alpha, beta, gamma: discount parameters of `"dcfr"` / `"pdcfr+"` / `"dcfr-postflop"` (`None`: the
         rule's defaults; see `cfrjax.rules.Config`).
+      precision: `"float32"` (the default) or `"int16"`: the regrets and average stored in
+        16 bits with a scale per decision node (`cfrjax.storage`).
 
     Raises:
-      ValueError: an unknown rule, order, averaging or dtype, or a bad parameter.
+      ValueError: an unknown rule, order, averaging, dtype or precision, or a bad parameter.
     """
-    return init_config(game, Config(rule=rule, order=order, averaging=averaging, dtype=resolve_dtype(dtype),
-                                    alpha=alpha, beta=beta, gamma=gamma))
+    dtype = "float32" if dtype is None and precision == "int16" else resolve_dtype(dtype)
+    return init_config(game, Config(rule=rule, order=order, averaging=averaging, dtype=dtype,
+                                    precision=precision, alpha=alpha, beta=beta, gamma=gamma))
 
 
 def init_config(game, config: Config) -> SolverState:
@@ -165,10 +177,30 @@ def init_config(game, config: Config) -> SolverState:
     `config`'s rule needs (`cfrjax.rules.capabilities`), zeros."""
     dt = jnp.dtype(config.dtype)
     predictive = capabilities(config).predictive
+    leaf_init = getattr(game, "leaf_init", None)   # a depth-limited game's stateful leaf function
+    if config.precision == "int16":
+        return _init16(game, config, predictive, leaf_init)
     floats, comp, weight, iteration = _zeros(tuple(game.slot_shape), dt, compensation_dtype(config.dtype),
                                              3 if predictive else 2)
-    leaf_init = getattr(game, "leaf_init", None)   # a depth-limited game's stateful leaf function
     return SolverState(regret=floats[0], avg=floats[1], avg_comp=comp, avg_weight=weight,
                        iteration=iteration, prediction=floats[2] if predictive else None, locked=None,
                        locked_policy=None, leaf=None if leaf_init is None else leaf_init(game.leaf_data, dt),
+                       config=config)
+
+
+def _init16(game, config: Config, predictive: bool, leaf_init) -> SolverState:
+    """`init_config` under 16-bit storage (`cfrjax.storage`): int16 regrets, uint16
+    average, a float32 scale per decision node, a float32 prediction for a predictive
+    rule; nothing else made (no float32 slot array on the device, even for a moment)."""
+    if leaf_init is not None:
+        raise ValueError("precision 'int16' is not available for a depth-limited game (its leaf state is float32); "
+                         "use precision 'float32'")
+    shape = tuple(game.slot_shape)
+    scales = np.zeros((num_nodes(game),), np.float32)
+    return SolverState(regret=device_array(np.zeros(shape, STORED_DTYPES["regret"])),
+                       avg=device_array(np.zeros(shape, STORED_DTYPES["avg"])), avg_comp=None,
+                       avg_weight=device_array(np.zeros((), np.float32)),
+                       iteration=device_array(np.zeros((), np.int32)),
+                       prediction=device_array(np.zeros(shape, np.float32)) if predictive else None, locked=None,
+                       locked_policy=None, regret_scale=device_array(scales), avg_scale=device_array(scales.copy()),
                        config=config)

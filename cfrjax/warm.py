@@ -51,6 +51,7 @@ from cfrjax.checkpoint import load_checkpoint
 from cfrjax.forms import form_name, form_of
 from cfrjax.rules import Config
 from cfrjax.state import SolverState, init_config, resolve_dtype
+from cfrjax.storage import encode_regret
 from cfrjax.strategy import is_policy_file, load_policy
 
 __all__ = ["DEFAULT_STRENGTH", "policy_state", "warm_start"]
@@ -142,9 +143,13 @@ def policy_state(game, policy, *, config: Config | None = None, strength: float 
         raise ValueError(f"warm_start: strength must be a positive number of iterations, got {strength!r}")
     config = config if config is not None else Config(dtype=resolve_dtype(None))
     state = init_config(game, config)
-    dt = state.regret.dtype
+    dt = jnp.dtype(config.dtype)
     policy = jnp.asarray(policy, dt)
     if policy.shape != tuple(game.slot_shape):
         raise ValueError(f"warm_start: the policy has shape {list(policy.shape)}, the {form_name(game)} game's slot "
                          f"arrays are {list(game.slot_shape)}: a warm start needs a policy of the same tree and form")
-    return dataclasses.replace(state, regret=_policy_regret(game, policy, jnp.asarray(strength, dt)))
+    regret = _policy_regret(game, policy, jnp.asarray(strength, dt))
+    if config.precision == "int16":   # stored in 16 bits with its node scales (`cfrjax.storage`)
+        regret, scale = encode_regret(game, regret)
+        return dataclasses.replace(state, regret=regret, regret_scale=scale)
+    return dataclasses.replace(state, regret=regret)

@@ -29,6 +29,8 @@ def _cli(*args, timeout=120, **env):
 BAD = [
     (["solve", "kuhn_poker", "--rule", "nonsense"], "invalid choice: 'nonsense'"),
     (["solve", "kuhn_poker", "--dtype", "float16"], "invalid choice: 'float16'"),
+    (["solve", "kuhn_poker", "--precision", "int8"], "invalid choice: 'int8'"),
+    (["solve", "kuhn_poker", "--precision", "int16", "--dtype", "float64"], "dtype must be 'float32'"),
     (["solve", "kuhn_poker", "--iterations", "ten"], "invalid int value: 'ten'"),
     (["solve", "kuhn_poker", "--iterations", "0"], "--iterations must be positive"),
     (["solve", "kuhn_poker", "--form", "public"], "only in the 'tabular' form"),

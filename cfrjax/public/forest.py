@@ -4,8 +4,9 @@ Below the trunk every board `b` (a river card, or a flop's turn card) has its ow
 the forest: `board` runs its forward pass, terminals, backward pass and its slots'
 regrets. `boards` runs it on every board (`map_boards`: on CPU a loop, each board's
 arrays staying in cache, where all boards at once would stream through memory; elsewhere
-`vmap`) and sums the boards' root values into the trunk's chance leaves (`root_sum`; on a
-flop per turn card, `board_group`). `board_tables` and `board_inputs` slice a board's
+`vmap`, or a loop over groups of the plan's `boards_at_once`) and sums the boards' root
+values into the trunk's chance leaves (`root_sum`; on a flop per turn card,
+`board_group`). `board_tables` and `board_inputs` slice a board's
 tables, live hands, strategy and regret rows out of the game's board-major arrays.
 """
 
@@ -15,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from cfrjax.passes import lift
+from cfrjax.plan import plan_of
 from cfrjax.public import terminal_values, terminals, tree_passes
 from cfrjax.public.game import PublicGame
 
@@ -117,14 +119,18 @@ def board_inputs(game: PublicGame, sigma_ext, lanes, regret, base, cpu: bool, b=
 def map_boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool, roots=None) -> dict:
     """`f` (`board`) of every board, its outputs stacked board-major (`[B, ...]`): on
     CPU a loop over the boards (each board's arrays stay in cache), elsewhere all at once
-    (`vmap`). `roots`: a flop's forest-root reach per turn card (`board_inputs`)."""
+    (`vmap`), or with the plan's `boards_at_once` k (`0 < k < B`) a loop over groups of k
+    boards, each group `vmap`ped (the last one the remainder): only one group's forests'
+    reach and values are held at once. `roots`: a flop's forest-root reach per turn card
+    (`board_inputs`)."""
     B = game.num_boards
     if B == 1:
         xs = board_inputs(game, sigma_ext, lanes, regret, base, cpu)
         return jax.tree.map(lambda a: a[None], f(jax.tree.map(lambda a: a[0], xs)))
-    if cpu:   # slices taken inside the loop: no copies of the [S, H] inputs
+    k = plan_of(game).boards_at_once
+    if cpu or 0 < k < B:   # slices taken inside the loop: no copies of the [S, H] inputs
         return jax.lax.map(lambda b: f(board_inputs(game, sigma_ext, lanes, regret, base, cpu, b, roots)),
-                           jnp.arange(B))
+                           jnp.arange(B), batch_size=None if cpu else k)
     return jax.vmap(f)(board_inputs(game, sigma_ext, lanes, regret, base, cpu, roots=roots))
 
 

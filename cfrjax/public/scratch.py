@@ -7,7 +7,7 @@ from cfrjax.plan import plan_of
 from cfrjax.public import terminals
 from cfrjax.public.game import PublicGame
 
-__all__ = ["scratch_elements"]
+__all__ = ["LOOP_SLOT_ARRAYS", "scratch_elements"]
 
 
 def scratch_elements(game: PublicGame, order: str, *, config=None, platform: str | None = None,
@@ -15,12 +15,15 @@ def scratch_elements(game: PublicGame, order: str, *, config=None, platform: str
     """Per-subgame elements of an iteration's main buffers (memory plan rows).
 
     On an accelerator (`platform` not `"cpu"`, or not given) every board's forest is in
-    flight at once; on the CPU (`platform="cpu"` with the solve's rules `config`) the
-    boards loop inside the native update or the passes, so XLA holds slot-sized `[S, H]`
-    arrays only (`_cpu_elements`). `donate`: the solve takes the state over."""
+    flight at once, or one group of the plan's `boards_at_once` boards
+    (`cfrjax.public.forest.map_boards`); on the CPU (`platform="cpu"` with the solve's
+    rules `config`) the boards loop inside the native update or the passes, so XLA holds
+    slot-sized `[S, H]` arrays only (`_cpu_elements`). `donate`: the solve takes the state
+    over."""
     if platform == "cpu" and config is not None:
         return _cpu_elements(game, config, donate)
-    S, H, B = game.num_slots, game.num_hands, game.num_boards
+    S, H = game.num_slots, game.num_hands
+    B = _boards_held(game)
     n1 = int(game.trunk_parent.shape[0])
     n2 = int(game.forest_parent.shape[0])
     f2, k = int(game.forest_fold_node.shape[0]), int(game.forest_showdown_node.shape[0])
@@ -35,7 +38,24 @@ def scratch_elements(game: PublicGame, order: str, *, config=None, platform: str
         rows["showdown prefix sums"] = lanes * B * k * ((H + 1) + C * (M + 1) + 8 * H)
     if game.raked:
         rows["raked showdown reach sums"] = lanes * B * k * (C + 3 * H)
+    if B < game.num_boards:
+        rows["board loop slot temporaries"] = LOOP_SLOT_ARRAYS * S * H
     return rows
+
+
+#: Slot-sized `[S, H]` arrays XLA holds beside the rows above when the boards run a group
+#: at a time (the loop's board-major outputs joined with the trunk's rows): calibrated on
+#: XLA:CPU's buffer assignment of the accelerator lowering, one iteration (no unrolled
+#: scan; `tests/test_board_groups.py`, within 20% of it); an H200's is measured by
+#: `bench/memory_spots.py`.
+LOOP_SLOT_ARRAYS = 1
+
+
+def _boards_held(game: PublicGame) -> int:
+    """Boards whose forests an accelerator's pass holds at once: the plan's
+    `boards_at_once` where it groups them (`0 < k < B`), else every board."""
+    k, B = plan_of(game).boards_at_once, game.num_boards
+    return k if 0 < k < B else B
 
 
 def _cpu_elements(game: PublicGame, config, donate: bool) -> dict:
