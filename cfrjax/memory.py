@@ -325,7 +325,8 @@ def memory_plan(game, state=None, *, batch: int | None = None, devices: int = 1,
 def boards_for_budget(game, plan, budget_bytes: float, margin: float = 0.10) -> int:
     """The `boards_at_once` of `plan` (a `cfrjax.plan.Plan` off the CPU) for a public
     `game` within `budget_bytes`: 0 (every board's forest at once) where that plan fits,
-    else the most boards per group whose plan fits, at least 1. Planned for the larger of
+    else the most boards per group whose plan fits, at least 1, rounded down to its class
+    (`_group_class`). Planned for the larger of
     a solve and its evaluation: float64 (the evaluation widens to it), simultaneous
     order, the state donated (`cfrjax.solve(..., donate=True)`, the command line's)."""
     B = game.num_boards
@@ -338,8 +339,19 @@ def boards_for_budget(game, plan, budget_bytes: float, margin: float = 0.10) -> 
         return 0
     one, two = total(1), total(2)
     per_board = two - one
-    k = 1 + int((room - one) // per_board) if per_board > 0 else 1
-    return max(1, min(k, B - 1))
+    k = max(1, min(1 + int((room - one) // per_board) if per_board > 0 else 1, B - 1))
+    return _group_class(k)
+
+
+def _group_class(k: int) -> int:
+    """`k` rounded down to a group-size class: itself up to 8, above it a multiple of a
+    quarter of its largest power of two (8, 10, 12, 14, 16, 20, 24, ...), so budgets a
+    little apart (the free memory of two processes, or of one process over a report's
+    flops) give one group size, one plan and one compiled program."""
+    if k <= 8:
+        return k
+    step = 1 << (k.bit_length() - 3)
+    return k // step * step
 
 
 def group_boards(game, budget_bytes: int | None = None, device=None):

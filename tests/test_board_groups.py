@@ -79,7 +79,7 @@ def test_plan_counts_one_group(as_gpu):
 def test_group_boards_picks_the_group_from_the_budget(as_gpu):
     """`memory.group_boards` off the CPU: every board at once where the plan fits the
     budget, else the most boards a group whose plan fits (its own plan with one more
-    board does not), at least one; a CPU plan is left as it is."""
+    board does not), at least one, rounded down to a class; a CPU plan is left as it is."""
     game = as_gpu
 
     def total(k):
@@ -89,6 +89,11 @@ def test_group_boards_picks_the_group_from_the_budget(as_gpu):
     budget = int(1.1 * (total(7) + total(8)) / 2)   # between the plans of 7 and 8 boards, margin included
     assert memory.group_boards(game, budget).plan.boards_at_once == 7
     assert memory.group_boards(game, 1).plan.boards_at_once == 1
+    # above 8 boards the group rounds down to a class (8, 10, 12, 14, ...): budgets a little
+    # apart give one group size, one program
+    for k in (11, 12):
+        budget = int(1.1 * (total(k) + total(k + 1)) / 2)
+        assert memory.group_boards(game, budget).plan.boards_at_once == (10 if k == 11 else 12)
     cpu = use(game, "xla", platform="cpu")
     assert memory.group_boards(cpu, 1).plan.boards_at_once == 0
     with pytest.raises(ValueError, match="boards_at_once"):
