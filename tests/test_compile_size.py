@@ -1,0 +1,69 @@
+"""What a cold call compiles (docs/design/compile.md): the evaluation's levels run as one
+loop (`cfrjax.public.tree_passes.root_values`), bit for bit the unrolled levels on CPU,
+in a program that does not grow with the tree's depth.
+
+Spots: narrow ranges, one bet size (a few seconds to compile); a turn spot has a trunk
+and a forest, both looped.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax import driver
+from cfrjax.games.poker import PokerSubgameSpec
+from cfrjax.games.poker.public_tree import build_public
+from cfrjax.public import tree_passes
+
+
+@functools.cache
+def turn(raise_cap: int = 1):
+    return build_public(PokerSubgameSpec(board="Ks Js Th 7d", pot=20, stack=60, bet_fractions=(0.5, 1.0),
+                                         raise_cap=raise_cap, range0="AA,KK,AKs,QJs,T9s",
+                                         range1="QQ,JJ,AQs,T9s,87s", name=f"turn_cap{raise_cap}"))
+
+
+@pytest.mark.parametrize("mode", ["ev", "br_ev"])   # "br": the bitwise fixture's exploitability
+@pytest.mark.parametrize("stage", ["trunk", "forest"])
+def test_root_values_equal_the_unrolled_levels(stage, mode):
+    """`root_values` against `backward`'s top level, on random values and a random
+    profile in float64: bit for bit with the scatter sums (CPU's), to rounding with the
+    gathered sums (which pad every segment to the widest fan-out of all levels)."""
+    g = turn()
+    tree = tree_passes.Tree(g, stage)
+    assert len(tree.levels) > 4                                   # several levels to loop over
+    rng = np.random.default_rng(0)
+    lanes = 4 if mode == "br_ev" else 2
+    n, H, S = tree.levels[-1], g.num_hands, g.num_slots
+    tv = rng.normal(size=(int(np.max(np.asarray(tree.term_pos))) + 1, lanes, H))
+    tv[-1] = 0.0                             # the zero row of the inner nodes, as the passes' terminal values
+    sigma = np.concatenate([rng.uniform(size=(S, H)), np.ones((1, H))])
+    top = tree.levels[1]
+    for pull in (False, True):
+        with jax.enable_x64(True):   # as the evaluation runs
+            want = jax.jit(lambda s, t: tree_passes.backward(tree, s, t, (0, 1), pull, mode)[:top])(sigma, tv)
+            got = jax.jit(lambda s, t: tree_passes.root_values(tree, s, t, (0, 1), pull, mode))(sigma, tv)
+        assert want.shape == got.shape == (top, lanes, H) and n > top
+        if pull:
+            np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
+        else:
+            assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+
+
+def _evaluation_scatters(g) -> int:
+    s = cfrjax.init(g, dtype="float64")
+    with jax.enable_x64(True):
+        return driver._evaluate_jit.lower(g, s).as_text().count("stablehlo.scatter")
+
+
+def test_evaluation_program_does_not_grow_with_depth():
+    """Two raises per street make the trunk and the forest deeper (more levels); the
+    evaluation's program keeps the same scatters (one level's, in a loop), where the
+    unrolled levels added theirs per level."""
+    shallow, deep = turn(1), turn(2)
+    assert len(deep.trunk_levels) > len(shallow.trunk_levels) and len(deep.forest_levels) > len(shallow.forest_levels)
+    assert _evaluation_scatters(shallow) == _evaluation_scatters(deep)
