@@ -67,3 +67,66 @@ def test_evaluation_program_does_not_grow_with_depth():
     shallow, deep = turn(1), turn(2)
     assert len(deep.trunk_levels) > len(shallow.trunk_levels) and len(deep.forest_levels) > len(shallow.forest_levels)
     assert _evaluation_scatters(shallow) == _evaluation_scatters(deep)
+
+
+#: A process running `cfrjax solve ARGS` with every XLA compile of the process counted
+#: (`compile_count` around the whole command): its record, then the count, as JSON lines.
+#: With `kept` false the kept programs (`cfrjax.programs`) are off: JAX's persistent
+#: compilation cache alone serves the programs.
+_COUNTED = """
+import json, sys
+from cfrjax import cli, compile_cache
+from cfrjax.compile_cache import compile_count
+if sys.argv.pop(1) == "unkept":
+    enable = compile_cache.enable_compile_cache
+    compile_cache.enable_compile_cache = lambda path=None, keep_programs=True: enable(path, keep_programs=False)
+with compile_count() as n:
+    rc = cli.main(sys.argv[1:])
+print(json.dumps(dict(rc=rc, compiles=n.compiles, cache_hits=n.cache_hits)))
+"""
+
+
+def _counted_solve(spot, cache, kept=True):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run = subprocess.run([sys.executable, "-c", _COUNTED, "kept" if kept else "unkept", "solve", str(spot), "--target", "1%", "--max-iterations",
+                          "30", "--json", "--compile-cache", str(cache)], cwd=root, capture_output=True, text=True,
+                         timeout=120)
+    lines = run.stdout.strip().splitlines()
+    assert run.returncode == 0 and len(lines) >= 2, run.stderr
+    record, count = json.loads(lines[-2]), json.loads(lines[-1])
+    assert count["rc"] == 0
+    return record, count
+
+
+def _two_spots(tmp_path) -> list:
+    """Two river spot files of one shape class (`pad_hands`: other boards of one suit
+    pattern, other hand counts of one class)."""
+    spots = []
+    for i, (board, r0, r1) in enumerate([("Ks Js Th 7d 2c", "AA,KK,AKs,QJs", "QQ,JJ,AQs,T9s,87s"),
+                                         ("Qh 9h 8c 4s 3d", "AA,KK,AKs,QJs,T9s", "QQ,JJ,AQs,T8s,87s")]):
+        spots.append(tmp_path / f"river_{i}.toml")
+        spots[-1].write_text(f'game = "poker_subgame"\nname = "river_{i}"\nboard = "{board}"\npot = 20\nstack = 30\n'
+                             f'bet_fractions = [1.0]\npad_hands = true\n[ranges]\nrange0 = "{r0}"\nrange1 = "{r1}"\n')
+    return spots
+
+
+@pytest.mark.parametrize("kept", [True, pytest.param(False, marks=pytest.mark.slow)])
+def test_second_process_spot_of_a_class_compiles_nothing(tmp_path, kept):
+    """Two spots of one shape class solved to a target by `cfrjax solve` in fresh processes
+    sharing a compilation cache folder: the first compiles its programs, the second
+    compiles nothing in the whole process. With the kept programs (the command's default)
+    its programs are read back whole, JAX's cache not even asked; with them off
+    (`kept=False`), JAX's persistent cache alone serves every program (the same HLO for
+    every spot of the class): every compile request a hit."""
+    spots, cache = _two_spots(tmp_path), tmp_path / "cache"
+    first, counted = _counted_solve(spots[0], cache, kept)
+    assert counted["compiles"] >= 2 and first["compile_cache"] == "miss"     # the chunk and the evaluation
+    second, counted = _counted_solve(spots[1], cache, kept)
+    assert counted["compiles"] == 0 and second["compile_cache"] == "hit"
+    assert counted["cache_hits"] == 0 if kept else counted["cache_hits"] >= 2
+    assert second["game"] != first["game"] and second["exploitability"] != first["exploitability"]
