@@ -54,6 +54,23 @@ def test_root_values_equal_the_unrolled_levels(stage, mode):
             assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
 
 
+def test_evaluation_lowerings_agree():
+    """The evaluation's sweep (`"br_ev"`, the levels looped) in the accelerator's lowering
+    traced on CPU (the boards vmapped, so the loop runs under `vmap`; gathered sums)
+    against the CPU's (a loop over the boards, scatter sums), in float64."""
+    from cfrjax import passes
+    from cfrjax.public import sweep
+
+    g = turn()
+    rng = np.random.default_rng(1)
+    with jax.enable_x64(True):
+        sigma = passes.extend(jnp.asarray(rng.uniform(size=(g.num_slots, g.num_hands))))
+        g64 = driver.with_float_dtype(g, jnp.float64)
+        cpu, accel = (jax.jit(lambda s, c=c: sweep.sweep(g64, s, (0, 1), "br_ev", c)[0])(sigma) for c in (True, False))
+    assert cpu.shape == (4, g.num_hands)
+    np.testing.assert_allclose(np.asarray(accel), np.asarray(cpu), rtol=1e-12, atol=1e-12 * float(np.abs(cpu).max()))
+
+
 def _evaluation_scatters(g) -> int:
     s = cfrjax.init(g, dtype="float64")
     with jax.enable_x64(True):
