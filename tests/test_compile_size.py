@@ -1,12 +1,17 @@
-"""What a cold call compiles (docs/design/compile.md): the evaluation's levels run as one
-loop (`cfrjax.public.tree_passes.root_values`), bit for bit the unrolled levels on CPU,
-in a program that does not grow with the tree's depth.
+"""What a call compiles (docs/design/compile.md): the evaluation's levels run as one loop
+(`cfrjax.public.tree_passes.root_values`), bit for bit the unrolled levels on CPU, in a
+program that does not grow with the tree's depth; and a second process solving another
+spot of the same shape class compiles nothing.
 
-Spots: narrow ranges, one bet size (a few seconds to compile); a turn spot has a trunk
-and a forest, both looped.
+Spots: narrow ranges, one or two bet sizes (a few seconds to compile); a turn spot has a
+trunk and a forest, both looped.
 """
 
 import functools
+import json
+import os
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -14,10 +19,10 @@ import numpy as np
 import pytest
 
 import cfrjax
-from cfrjax import driver
+from cfrjax import driver, passes
 from cfrjax.games.poker import PokerSubgameSpec
 from cfrjax.games.poker.public_tree import build_public
-from cfrjax.public import tree_passes
+from cfrjax.public import sweep, tree_passes
 
 
 @functools.cache
@@ -27,8 +32,9 @@ def turn(raise_cap: int = 1):
                                          range1="QQ,JJ,AQs,T9s,87s", name=f"turn_cap{raise_cap}"))
 
 
-@pytest.mark.parametrize("mode", ["ev", "br_ev"])   # "br": the bitwise fixture's exploitability
-@pytest.mark.parametrize("stage", ["trunk", "forest"])
+@pytest.mark.parametrize("stage,mode", [   # "br": the bitwise fixture's exploitability
+    ("forest", "br_ev"), ("trunk", "ev"),
+    pytest.param("trunk", "br_ev", marks=pytest.mark.slow), pytest.param("forest", "ev", marks=pytest.mark.slow)])
 def test_root_values_equal_the_unrolled_levels(stage, mode):
     """`root_values` against `backward`'s top level, on random values and a random
     profile in float64: bit for bit with the scatter sums (CPU's), to rounding with the
@@ -58,9 +64,6 @@ def test_evaluation_lowerings_agree():
     """The evaluation's sweep (`"br_ev"`, the levels looped) in the accelerator's lowering
     traced on CPU (the boards vmapped, so the loop runs under `vmap`; gathered sums)
     against the CPU's (a loop over the boards, scatter sums), in float64."""
-    from cfrjax import passes
-    from cfrjax.public import sweep
-
     g = turn()
     rng = np.random.default_rng(1)
     with jax.enable_x64(True):
@@ -104,15 +107,10 @@ print(json.dumps(dict(rc=rc, compiles=n.compiles, cache_hits=n.cache_hits)))
 
 
 def _counted_solve(spot, cache, kept=True):
-    import json
-    import os
-    import subprocess
-    import sys
-
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    run = subprocess.run([sys.executable, "-c", _COUNTED, "kept" if kept else "unkept", "solve", str(spot), "--target", "1%", "--max-iterations",
-                          "30", "--json", "--compile-cache", str(cache)], cwd=root, capture_output=True, text=True,
-                         timeout=120)
+    run = subprocess.run([sys.executable, "-c", _COUNTED, "kept" if kept else "unkept", "solve", str(spot),
+                          "--target", "1%", "--max-iterations", "30", "--json", "--compile-cache", str(cache)],
+                         cwd=root, capture_output=True, text=True, timeout=120)
     lines = run.stdout.strip().splitlines()
     assert run.returncode == 0 and len(lines) >= 2, run.stderr
     record, count = json.loads(lines[-2]), json.loads(lines[-1])

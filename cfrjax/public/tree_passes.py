@@ -137,12 +137,11 @@ def root_values(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str =
     """`backward`'s values of the top level's nodes (the roots), `[R, L, H, *batch]`, its
     levels run as one `lax.scan`: what an evaluation needs (`cfrjax.public.values`).
 
-    A Python loop over the levels lowers each level's dozen kernels apart, so an
-    evaluation's program grew with the tree's depth and took seconds to compile (a turn
-    spot's: 195 kernels, 71 of them on a river). Here the loop carries one level's values,
-    padded to the widest level (`W` rows: parents and children), and lowers one level's
-    kernels once, for up to `W x levels / nodes` times the level work (1.6-1.8x on the
-    realistic river and turn spots). A padding child joins no segment (its parent index
+    `backward`'s Python loop lowers each level's dozen kernels apart, so an evaluation's
+    program grew with the tree's depth, and so did its compile (docs/design/compile.md).
+    Here the loop carries one level's values, padded to the widest level (`W` rows:
+    parents and children), and lowers one level's kernels once, for up to
+    `W x levels / nodes` times the level work. A padding child joins no segment (its parent index
     is `W`: dropped by the scatters, past the last boundary of the gathered sums), so every
     segment sums the same members in the same order: on CPU bit for bit `backward`'s;
     off the CPU a gathered sum pads every segment to the widest fan-out of all levels,
@@ -153,7 +152,9 @@ def root_values(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str =
     widths = [ls[d + 1] - ls[d] for d in range(last + 1)]
     W = max(widths)
     order = range(last - 1, -1, -1)
-    pad = lambda rows, size, fill: np.concatenate([rows, np.full(size - len(rows), fill)]).astype(np.int32)  # noqa: E731
+    def pad(rows, size, fill):
+        return np.concatenate([rows, np.full(size - len(rows), fill)]).astype(np.int32)
+
     rows = np.stack([pad(np.arange(ls[d], ls[d + 1]), W, ls[d]) for d in order])          # [D, W] the level's nodes
     kids = np.stack([pad(np.arange(ls[d + 1], ls[d + 2]), W, ls[d + 1]) for d in order])  # [D, W] their children
     real = np.stack([np.arange(W) < widths[d + 1] for d in order])                        # [D, W]
