@@ -60,6 +60,23 @@ def test_root_values_equal_the_unrolled_levels(stage, mode):
             assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
 
 
+def test_one_level_forest():
+    """Stacks all in at the turn (nothing behind): every forest is one level, its roots
+    terminals (the loop has nothing to run); the evaluation gives the roots' terminal
+    values, as the unrolled levels do."""
+    g = build_public(PokerSubgameSpec(board="Ks Js Th 7d", pot=20, behind=0, bet_fractions=(1.0,), range0="AA,KK",
+                                      range1="QQ,JJ", name="all_in"))
+    tree = tree_passes.Tree(g, "forest")
+    assert len(tree.levels) == 2
+    tv = np.random.default_rng(2).normal(size=(int(np.max(np.asarray(tree.term_pos))) + 1, 2, g.num_hands))
+    sigma = np.ones((g.num_slots + 1, g.num_hands))
+    for pull in (False, True):
+        want = tree_passes.backward(tree, sigma, tv, (0, 1), pull, "ev")
+        np.testing.assert_array_equal(tree_passes.root_values(tree, sigma, tv, (0, 1), pull, "ev"), want)
+    e, _ = cfrjax.evaluate(g, cfrjax.solve(g, cfrjax.init(g), 2))
+    assert abs(e) < 1e-12                                         # no decision left: nothing to exploit
+
+
 def test_evaluation_lowerings_agree():
     """The evaluation's sweep (`"br_ev"`, the levels looped) in the accelerator's lowering
     traced on CPU (the boards vmapped, so the loop runs under `vmap`; gathered sums)

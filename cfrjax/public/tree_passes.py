@@ -149,6 +149,9 @@ def root_values(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str =
     here from the static level bounds."""
     ls = tree.levels
     last = len(ls) - 2
+    deepest = tv[tree.term_pos[ls[last]:ls[last + 1]]]
+    if last == 0:   # one level: the roots are terminals
+        return deepest
     widths = [ls[d + 1] - ls[d] for d in range(last + 1)]
     W = max(widths)
     order = range(last - 1, -1, -1)
@@ -162,8 +165,7 @@ def root_values(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str =
     lo = np.array([ls[d] for d in order], np.int32)
     hi = np.array([ls[d + 1] for d in order], np.int32)
     terms = np.array([bool(tree.terms[d]) for d in order])
-    width = max(tree.fanout[:last], default=0)
-    deepest = tv[tree.term_pos[ls[last]:ls[last + 1]]]
+    width = max(tree.fanout[:last])
     child = jnp.concatenate([deepest, jnp.zeros((W - widths[last],) + tv.shape[1:], tv.dtype)])
 
     def level(child, xs):
