@@ -1,5 +1,5 @@
 # Issue 51 on one H200: `cfrjax solve SPOT --target 0.5%` of ../shared/spots, cold (an empty
-# compilation cache) then warm (the same cache, a new process); usage: SPOTS=DIR OUT=DIR [EXTRA='--hands player'] bash bench/call_to_answer.sh SPOT...
+# compilation cache) then warm (the same cache, a new process); usage: SPOTS=DIR OUT=DIR [EXTRA='--hands player'] [KEEP_LOGS=1: keep each run's output] bash bench/call_to_answer.sh SPOT...
 set -o pipefail
 SPOTS=${SPOTS:-../shared/spots}   # the spots' folder
 OUT=${OUT:-bench/results/call_to_answer}; mkdir -p "$OUT"
@@ -25,6 +25,6 @@ import json,sys
 r=json.loads(sys.stdin.read())
 print({k: r.get(k) for k in ('iterations','exploitability_pct_pot','build_s','trace_s','compile_s','compile_cache','solve_s','eval_s','ms_per_iter','seconds_to_target','target_reached','peak_bytes','memory')})" 2>&1 | tail -2
     tail -n 3 $OUT/$s.$run.err | cut -c1-300
-    [ $rc = 0 ] && rm -f $OUT/$s.$run.out $OUT/$s.$run.err
+    [ $rc = 0 ] && [ -z "$KEEP_LOGS" ] && rm -f $OUT/$s.$run.out $OUT/$s.$run.err
   done
 done

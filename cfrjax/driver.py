@@ -512,24 +512,23 @@ class SolveChunks:
 
     def compile(self) -> float:
         """Compile every executable the run needs (one per chunk size, and the evaluation)
-        ahead of time (`cfrjax.xla_options.jit`'s `prepare`: kept programs, or JAX's
-        persistent cache, serve the run); returns the seconds it took, and keeps them
-        apart: `trace_s` (tracing and lowering, or finding a kept program), `compile_s`
-        (XLA's compile, or reading its persistent cache)."""
+        ahead of time (`cfrjax.xla_options.compile_concurrently`: each compiled on a thread
+        of its own while the next is lowered; kept programs, or JAX's persistent cache,
+        serve the run); returns the seconds it took, and keeps them apart: `trace_s`
+        (tracing and lowering every program, or finding the kept ones), `compile_s` (the
+        compiles' wait after that: XLA's compile, or reading its persistent cache)."""
         t0 = time.perf_counter()
         sizes = sorted({b - a for a, b in zip([self.start] + self.points[:-1], self.points)})
         state = drop_idle_locks(self.state)[0]   # as `solve` calls it
         chunk, whole = (_chunk_donating, _solve_donating) if self.donate else (_chunk, _solve)
         args = (self.game, *_give(state)) if self.donate else (self.game, state)
-        gets = [chunk.prepare(*args, size) if self.target is not None else whole.prepare(*args, size, None)
-                for size in sizes]
-        with jax.enable_x64(True):
-            get_evaluate = _evaluate_jit.prepare(self.game, self.state)
-            t1 = time.perf_counter()
-            for get in gets + [get_evaluate]:
-                get()
+        lowered = []
+        xla_options.compile_concurrently(
+            [(chunk, (*args, size)) if self.target is not None else (whole, (*args, size, None)) for size in sizes]
+            + [(_evaluate_jit, (self.game, self.state), lambda: jax.enable_x64(True))],
+            on_lowered=lambda: lowered.append(time.perf_counter()))
         t2 = time.perf_counter()
-        self.trace_s, self.compile_s = t1 - t0, t2 - t1
+        self.trace_s, self.compile_s = lowered[0] - t0, t2 - lowered[0]
         return t2 - t0
 
     def save(self) -> None:

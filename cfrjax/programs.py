@@ -57,6 +57,9 @@ _LOADED: dict = {}
 _UNCHECKED: dict = {}
 #: Keys by the tuple they digest (a repeated call skips the `repr` and the hash).
 _DIGESTS: dict = {}
+#: `_tree` of a tree structure, by the structure (jit's own equality of structures: a
+#: chunked solve's every call finds its key without walking the game's metadata again).
+_TREES: dict = {}
 
 
 class Unkept(Exception):
@@ -134,6 +137,20 @@ def _code(code) -> tuple:
     return (code.co_name, code.co_firstlineno, code.co_code, consts, code.co_names)
 
 
+def _tree_of(treedef) -> tuple:
+    """`_tree(treedef)`, kept by structure (`_TREES`; computed each time for metadata that
+    does not hash)."""
+    try:
+        found = _TREES.get(treedef)
+    except TypeError:
+        return _tree(treedef)
+    if found is None:
+        if len(_TREES) >= 256:
+            _TREES.clear()
+        found = _TREES[treedef] = _tree(treedef)
+    return found
+
+
 def _tree(treedef) -> tuple:
     """A tree structure with its nodes' static metadata, as plain values."""
     if treedef.num_nodes == 1 and treedef.num_leaves == 1:
@@ -204,7 +221,7 @@ def key(fun, statics: dict, dynamic) -> str:
     code = getattr(fun, "__code__", None)
     if code is None or getattr(fun, "__closure__", None):
         raise Unkept("only plain module-level functions are kept (no closure)")
-    ident = (fun.__module__, fun.__qualname__, code.co_firstlineno, _code(code), _plain(statics), _tree(treedef), avals, _environment(),
+    ident = (fun.__module__, fun.__qualname__, code.co_firstlineno, _code(code), _plain(statics), _tree_of(treedef), avals, _environment(),
              _source_digest())
     digest = _DIGESTS.get(ident)
     if digest is None:

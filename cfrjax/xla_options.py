@@ -163,17 +163,27 @@ def _runner(compiled, positions: tuple):
     return lambda *args: compiled(*(args[i] for i in positions))
 
 
-def compile_concurrently(calls) -> list:
-    """Runners of `calls`, `[(jit, args)]` with each `jit` one of this module's and `args`
-    its positional arguments (statics included): each call is lowered on this thread in
-    turn and compiled on a thread of its own as soon as it is lowered, so XLA compiles
-    one program (outside Python's lock) while Python lowers the next, and the compiles run
-    side by side. Each runner takes its call's arguments and runs the compiled executable
-    (kept programs, `cfrjax.programs`, are read back instead of compiled).
+def compile_concurrently(calls, on_lowered=None) -> list:
+    """Runners of `calls`, `[(jit, args)]` or `[(jit, args, context)]` with each `jit` one
+    of this module's, `args` its positional arguments (statics included) and `context` a
+    function returning the context it is lowered in (e.g. `lambda: jax.enable_x64(True)`,
+    where the call will run under it: kept programs are keyed by it): each call is
+    lowered on this thread in turn and compiled on a thread of its own as soon as it is
+    lowered, so XLA compiles one program (outside Python's lock) while Python lowers the
+    next, and the compiles run side by side. Each runner takes its call's arguments and
+    runs the compiled executable (kept programs, `cfrjax.programs`, are read back instead
+    of compiled). `on_lowered()`, if given, is called once every call is lowered (before
+    waiting for the compiles: the command line's trace and compile seconds).
 
-    The target-driven solve compiles its evaluation and its chunk of iterations so."""
+    Target-driven solves (`cfrjax.solve_with_trace`, `cfrjax.solve_chunks`) compile their
+    evaluation and their chunk of iterations so."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
-        futures = [pool.submit(fn.prepare(*args)) for fn, args in calls]
+        futures = []
+        for fn, args, *context in calls:
+            with context[0]() if context else contextlib.nullcontext():
+                futures.append(pool.submit(fn.prepare(*args)))
+        if on_lowered is not None:
+            on_lowered()
         return [f.result() for f in futures]
 
 

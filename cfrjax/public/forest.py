@@ -58,6 +58,9 @@ def board(game: PublicGame, xs, root, sigma_ext, lanes, mode: str, cpu: bool):
     tv = jnp.concatenate([tv, jnp.zeros((1,) + tv.shape[1:], dt)])
     if mode == "br_ev":
         tv = jnp.concatenate([tv, tv], axis=1)
+    if mode in tree_passes.EVALUATION_MODES:   # the roots' values alone, the levels as one loop
+        return {"root": tree_passes.root_values(tree, sig, tv, lanes, tree_passes.pulled_sums(game, cpu),
+                                                mode)[:game.num_roots]}
     vals = tree_passes.backward(tree, sig, tv, lanes, tree_passes.pulled_sums(game, cpu), mode)
     out = {"root": vals[:game.num_roots]}
     if mode == "nodes":

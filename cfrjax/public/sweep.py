@@ -85,6 +85,9 @@ def sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regre
     if mode == "br_ev":
         tvf = jnp.concatenate([tvf, tvf], axis=1)
     tv = jnp.concatenate([tvf, chance, jnp.zeros((1,) + chance.shape[1:], dt)])
+    if mode in tree_passes.EVALUATION_MODES:
+        return tree_passes.root_values(trunk, sigma_ext, tv, lanes, tree_passes.pulled_sums(game, cpu), mode)[0], \
+            None, None
     vals1 = tree_passes.backward(trunk, sigma_ext, tv, lanes, tree_passes.pulled_sums(game, cpu), mode)
     if mode == "nodes":
         return dict(nodes, trunk_reach=reach1, trunk_values=vals1)

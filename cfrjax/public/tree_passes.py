@@ -11,7 +11,8 @@ and values are `[n, L, H, *batch]` (node, player lane, hand, trailing batch axes
   children, `w(c)` = the player's own strategy at its decisions, 1 at the opponent's and
   at chance nodes (a static Python loop over levels, each one gather-multiply and a
   segment sum, `cfrjax.passes.segment_total`); with the max over the player's own actions
-  for best responses.
+  for best responses. An evaluation needs only the roots' values: `root_values` runs
+  the same levels as one `lax.scan` (a program that does not grow with the tree's depth).
 
 `on_platform` makes the pass's one platform choice (CPU or not), from which the tree sums'
 form (`pulled_sums`), the map over boards, prefix sums and the terminal form follow.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from cfrjax import passes
 from cfrjax.passes import lift
@@ -102,6 +104,11 @@ def forward(tree: Tree, sigma_ext, root, nd: int):
     return jnp.concatenate(reach)
 
 
+#: The evaluation's modes of `cfrjax.public.sweep.sweep` (`cfrjax.public.values`): they
+#: need the roots' values alone, computed by `root_values`.
+EVALUATION_MODES = ("ev", "br", "br_ev")
+
+
 def backward(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str = "ev"):
     """Values `[n, L, H, *batch]` of `lanes`' players, deepest level first:
     `v(n) = tv[term_pos[n]] + sum_c w(c) v(c)` with `w` the player's own strategy at its
@@ -109,37 +116,94 @@ def backward(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str = "e
     `"br"` (both lanes: each player takes the max over its own actions instead), or
     `"br_ev"` (`tv` of four lanes, `L = 4`: lanes 0-1 `"br"`, lanes 2-3 `"ev"`, every
     level's sums one sum over the four; what `evaluation` needs, at the size of one pass).
-    Other modes of `cfrjax.public.sweep.sweep` (`"regret"`, `"nodes"`) are `"ev"` here."""
+    Other modes of `cfrjax.public.sweep.sweep` (`"regret"`, `"nodes"`) are `"ev"` here.
+    A Python loop over the levels (each its own kernels); `root_values` is the same
+    sums as one loop, for the top level's values alone."""
     ls = tree.levels
     last = len(ls) - 2
-    nd = tv.ndim
-    br = mode in ("br", "br_ev")
-    player = jnp.arange(2, dtype=tree.owner.dtype)
     vals = [tv[tree.term_pos[ls[last]:ls[last + 1]]]]
     for d in range(last - 1, -1, -1):
         lo, hi, chi = ls[d], ls[d + 1], ls[d + 2]
-        start = tree.child_start[lo:hi + 1] - hi
-        seg = tree.parent[hi:chi] - lo
-        child = vals[-1]
-        if br:     # [m, 2, 1...]: the child's parent is the lane player's decision
-            own = lift(tree.owner[tree.parent[hi:chi]][:, None] == player[None, :], nd)
-        if mode == "br":      # the other player's children add up (weight 1), the own ones are maxed
-            total = passes.segment_total(jnp.where(own, 0.0, child), start, tree.fanout[d], seg, pull=pull)
-        else:
-            w = lift(sigma_ext[tree.lane_slot[hi:chi, lanes[0]:lanes[-1] + 1]], nd)
-            if mode == "br_ev":
-                w = jnp.concatenate([jnp.broadcast_to(jnp.where(own, 0.0, 1.0).astype(w.dtype), w.shape), w], axis=1)
-            total = passes.segment_total(w * child, start, tree.fanout[d], seg, pull=pull)
-        if br:
-            best = jax.ops.segment_max(jnp.where(own, child[:, :2], -jnp.inf), seg, num_segments=hi - lo,
-                                       indices_are_sorted=True)
-            mine = lift(tree.owner[lo:hi][:, None] == player[None, :], nd)
-            total = (jnp.concatenate([jnp.where(mine, best, total[:, :2]), total[:, 2:]], axis=1)
-                     if mode == "br_ev" else jnp.where(mine, best, total))
+        par = tree.parent[hi:chi]
+        total = _level(sigma_ext, lanes, pull, mode, tv.ndim, vals[-1], tree.owner[par], tree.lane_slot[hi:chi],
+                       par - lo, tree.child_start[lo:hi + 1] - hi, tree.fanout[d], tree.owner[lo:hi])
         if tree.terms[d]:
             total = total + tv[tree.term_pos[lo:hi]]
         vals.append(total)
     return jnp.concatenate(vals[::-1])
+
+
+def root_values(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str = "ev"):
+    """`backward`'s values of the top level's nodes (the roots), `[R, L, H, *batch]`, its
+    levels run as one `lax.scan`: what an evaluation needs (`cfrjax.public.values`).
+
+    `backward`'s Python loop lowers each level's dozen kernels apart, so an evaluation's
+    program grew with the tree's depth, and so did its compile (docs/design/compile.md).
+    Here the loop carries one level's values, padded to the widest level (`W` rows:
+    parents and children), and lowers one level's kernels once, for up to
+    `W x levels / nodes` times the level work. A padding child joins no segment (its parent index
+    is `W`: dropped by the scatters, past the last boundary of the gathered sums), so every
+    segment sums the same members in the same order: on CPU bit for bit `backward`'s;
+    off the CPU a gathered sum pads every segment to the widest fan-out of all levels,
+    so its reduction may differ in the last bits. The per-level index tables are built
+    here from the static level bounds."""
+    ls = tree.levels
+    last = len(ls) - 2
+    deepest = tv[tree.term_pos[ls[last]:ls[last + 1]]]
+    if last == 0:   # one level: the roots are terminals
+        return deepest
+    widths = [ls[d + 1] - ls[d] for d in range(last + 1)]
+    W = max(widths)
+    order = range(last - 1, -1, -1)
+    def pad(rows, size, fill):
+        return np.concatenate([rows, np.full(size - len(rows), fill)]).astype(np.int32)
+
+    rows = np.stack([pad(np.arange(ls[d], ls[d + 1]), W, ls[d]) for d in order])          # [D, W] the level's nodes
+    kids = np.stack([pad(np.arange(ls[d + 1], ls[d + 2]), W, ls[d + 1]) for d in order])  # [D, W] their children
+    real = np.stack([np.arange(W) < widths[d + 1] for d in order])                        # [D, W]
+    bounds = np.stack([pad(np.arange(ls[d], ls[d + 1] + 1), W + 1, ls[d + 1]) for d in order])  # [D, W + 1]
+    lo = np.array([ls[d] for d in order], np.int32)
+    hi = np.array([ls[d + 1] for d in order], np.int32)
+    terms = np.array([bool(tree.terms[d]) for d in order])
+    width = max(tree.fanout[:last])
+    child = jnp.concatenate([deepest, jnp.zeros((W - widths[last],) + tv.shape[1:], tv.dtype)])
+
+    def level(child, xs):
+        row, kid, real_, bound, lo_, hi_, term = xs
+        par = tree.parent[kid]
+        total = _level(sigma_ext, lanes, pull, mode, tv.ndim, child, tree.owner[par], tree.lane_slot[kid],
+                       jnp.where(real_, par - lo_, W), tree.child_start[bound] - hi_, width, tree.owner[row])
+        return jnp.where(term, total + tv[tree.term_pos[row]], total), None
+
+    top, _ = jax.lax.scan(level, child, (rows, kids, real, bounds, lo, hi, terms))
+    return top[:widths[0]]
+
+
+def _level(sigma_ext, lanes, pull, mode, nd, child, parent_owner, child_slot, seg, start, width, node_owner):
+    """One level of `backward`: the values `[K, L, H, *batch]` of its `K` nodes (terminal
+    values not added) from their children's `child [m, L, H, *batch]`; per child its
+    parent's owner, its `lane_slot` rows `[m, 2]` and its parent's index in the level
+    (`seg`, sorted; `K` or more: a padding row, in no segment), `start [K + 1]` the
+    children's segments, `width` the widest, `node_owner [K]` the nodes' owners."""
+    br = mode in ("br", "br_ev")
+    num = node_owner.shape[0]
+    player = jnp.arange(2, dtype=node_owner.dtype)
+    if br:     # [m, 2, 1...]: the child's parent is the lane player's decision
+        own = lift(parent_owner[:, None] == player[None, :], nd)
+    if mode == "br":      # the other player's children add up (weight 1), the own ones are maxed
+        total = passes.segment_total(jnp.where(own, 0.0, child), start, width, seg, pull=pull)
+    else:
+        w = lift(sigma_ext[child_slot[:, lanes[0]:lanes[-1] + 1]], nd)
+        if mode == "br_ev":
+            w = jnp.concatenate([jnp.broadcast_to(jnp.where(own, 0.0, 1.0).astype(w.dtype), w.shape), w], axis=1)
+        total = passes.segment_total(w * child, start, width, seg, pull=pull)
+    if br:
+        best = jax.ops.segment_max(jnp.where(own, child[:, :2], -jnp.inf), seg, num_segments=num,
+                                   indices_are_sorted=True)
+        mine = lift(node_owner[:, None] == player[None, :], nd)
+        total = (jnp.concatenate([jnp.where(mine, best, total[:, :2]), total[:, 2:]], axis=1)
+                 if mode == "br_ev" else jnp.where(mine, best, total))
+    return total
 
 
 def pulled_sums(game: PublicGame, cpu: bool) -> bool:
