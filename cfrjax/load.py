@@ -41,7 +41,9 @@ def _poker(cfg: PokerSubgameSpec, form, chance, check_memory=True, budget_bytes=
         return compile_game(build_spec(cfg), chance)
     if check_memory:
         check_public_fits(cfg, budget_bytes=budget_bytes)
-    return build_public(cfg)
+    from cfrjax.memory import group_boards
+
+    return group_boards(build_public(cfg), budget_bytes=budget_bytes)   # off the CPU: boards a group at a time
 
 
 def _check_hands(hands, what: str) -> None:

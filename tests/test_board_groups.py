@@ -116,3 +116,25 @@ def test_per_player_flop_plan_counts_one_group(as_gpu):
     plan = memory.memory_plan(game, state, donate=True, platform="gpu")
     xla = memory.executable_memory(lower_solve(game, state, 1, donate=True).compile())
     assert 0.8 <= plan.total_bytes / xla["total_bytes"] <= 1.2, (plan.total_bytes, xla)
+
+
+def test_spot_that_fits_only_grouped_is_built(monkeypatch):
+    """Before building (`check_public_fits`, which `load_game` calls): off the CPU a spot
+    whose forests fit one board at a time but not all at once is not refused (the boards
+    then run a group at a time, `memory.group_boards`); one that does not fit one board at
+    a time is; on a CPU (no grouping) the whole plan decides."""
+    import types
+
+    from cfrjax.games.poker.public_tree import check_public_fits, public_plan
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")     # the accelerator's plan rows
+    whole = public_plan(SPOT, hands="range").total_bytes
+    one = public_plan(SPOT, hands="range", boards_at_once=1).total_bytes
+    assert one < whole
+    between = int(1.1 * (one + whole) / 2)
+    gpu, cpu = types.SimpleNamespace(platform="gpu"), types.SimpleNamespace(platform="cpu")
+    assert check_public_fits(SPOT, hands="range", device=gpu, budget_bytes=between)["estimate"] == one
+    with pytest.raises(memory.MemoryPlanError, match="refused before building"):
+        check_public_fits(SPOT, hands="range", device=gpu, budget_bytes=one // 2)
+    with pytest.raises(memory.MemoryPlanError, match="refused before building"):
+        check_public_fits(SPOT, hands="range", device=cpu, budget_bytes=between)

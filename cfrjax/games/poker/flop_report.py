@@ -149,7 +149,7 @@ def _build(tree: str, flop):
     from cfrjax.games.poker.toml import load_poker_config
 
     config = load_poker_config(tree, board=flop_str(flop), pad_hands=True)
-    return config, cfrjax.memory.group_boards(cfrjax.load_game(config))   # boards a group at a time where needed
+    return config, cfrjax.load_game(config)
 
 
 def _shape(game) -> tuple:

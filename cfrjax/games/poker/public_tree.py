@@ -879,22 +879,29 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
 
 
 def public_plan(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None, order: str | None = None,
-                batch: int = 1):
+                batch: int = 1, boards_at_once: int = 0):
     """`cfrjax.memory.memory_plan` of the spot `build_public(config, hands=hands,
     terminals=terminals, dtype=dtype)` would build, before building it (`public_shapes`),
-    for a solve in `order` (default the solver's default) of `batch` subgames."""
+    for a solve in `order` (default the solver's default) of `batch` subgames, its boards'
+    forests `boards_at_once` at a time off the CPU (`cfrjax.plan.Plan.boards_at_once`; 0:
+    all at once)."""
     from cfrjax.memory import memory_plan
+    from cfrjax.plan import plan_of
 
-    return memory_plan(public_shapes(config, hands=hands, terminals=terminals, dtype=dtype), dtype=dtype, order=order,
-                       batch=batch)
+    shapes = public_shapes(config, hands=hands, terminals=terminals, dtype=dtype)
+    if boards_at_once:
+        shapes = dataclasses.replace(shapes, plan=dataclasses.replace(plan_of(shapes), boards_at_once=boards_at_once))
+    return memory_plan(shapes, dtype=dtype, order=order, batch=batch)
 
 
 def check_public_fits(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None,
                       order: str | None = None, device=None, budget_bytes: int | None = None) -> dict:
     """Refuse a spot whose solve cannot fit, before building it (`cfrjax.load_game` calls it).
 
-    The plan is `public_plan` (the rows `cfrjax.memory.guard` checks after the build),
-    checked by `cfrjax.memory.check_fits` against `device`'s free memory (default the
+    The plan is `public_plan` (the rows `cfrjax.memory.guard` checks after the build;
+    off the CPU, where every board's forest at once does not fit, one board at a time:
+    `load_game` groups the boards, `cfrjax.memory.group_boards`), checked by
+    `cfrjax.memory.check_fits` against `device`'s free memory (default the
     first device: device memory on a GPU, the host's available memory on a CPU) or
     `budget_bytes`. On an accelerator the same plan is also checked against the host's
     available memory, where the game is built: building takes less than the plan (the
@@ -909,7 +916,7 @@ def check_public_fits(config: PokerSubgameSpec, *, hands=None, terminals: str = 
       MemoryPlanError: the message names the spot's sizes, the plan's total and the free
         memory, and what to change; `err.plan` is the `MemoryPlan`.
     """
-    from cfrjax.memory import check_fits
+    from cfrjax.memory import MemoryPlanError, check_fits
 
     plan = public_plan(config, hands=hands, terminals=terminals, dtype=dtype, order=order)
     sz = plan.sizes
@@ -920,7 +927,15 @@ def check_public_fits(config: PokerSubgameSpec, *, hands=None, terminals: str = 
     remedy = (f"use {narrow}fewer bet and raise sizes (or fewer raises), a later street (a turn or river spot), or a "
               "machine with more memory (cfrjax.games.poker.public_tree.public_plan(config) prints the plan)")
     device = jax.devices()[0] if device is None and budget_bytes is None else device
-    out = check_fits(plan, device, budget_bytes=budget_bytes, what=what, remedy=remedy)
+    try:
+        out = check_fits(plan, device, budget_bytes=budget_bytes, what=what, remedy=remedy)
+    except MemoryPlanError:
+        if (device is None or device.platform == "cpu") or sz["boards"] <= 1:
+            raise
+        # off the CPU the boards' forests can run a group at a time (`cfrjax.memory.group_boards`,
+        # which load_game applies): refused only if one board at a time does not fit either
+        plan = public_plan(config, hands=hands, terminals=terminals, dtype=dtype, order=order, boards_at_once=1)
+        out = check_fits(plan, device, budget_bytes=budget_bytes, what=what, remedy=remedy)
     if budget_bytes is None and device.platform != "cpu":
         try:
             host = jax.devices("cpu")[0]
