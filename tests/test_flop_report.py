@@ -3,6 +3,7 @@ what one run over both does, a killed run resumes to the same report, bad input 
 line, and the hand classes of hands whose class a poker player names at sight."""
 
 import csv
+import itertools
 import dataclasses
 import json
 import os
@@ -182,3 +183,44 @@ def test_show_without_a_report_is_one_line(tmp_path, capsys):
 def test_hand_classes(board, hand, expected):
     got = fr.hand_classes(parse_cards(board), parse_cards(hand)[None])[0]
     assert fr.HAND_CLASSES[got] == expected
+
+
+def test_root_equity_of_a_flop_equals_a_brute_force(whole):
+    """A flop's root report (the record's `.npz`): one hand's equity against the
+    opponent's range there, over every turn and river card live for both hands, equals an
+    enumeration with eval7 (shares no code with cfrjax)."""
+    bf = pytest.importorskip("poker_brute_force", reason="needs eval7")
+    from cfrjax.public.report import load_report
+
+    out, solved = whole
+    flop = solved[0]
+    report = load_report(os.path.join(out, "flops", flop + ".npz"))
+    board = [bf.card_id(flop[i:i + 2]) for i in (0, 2, 4)]
+    hand = "AsAh"
+    mine = bf.parse_hand(hand)
+    win = total = 0.0
+    for j, name in enumerate(report.hands):
+        w = report.weight[1][j]
+        theirs = bf.parse_hand(name)
+        if w <= 0 or set(theirs) & set(mine):
+            continue
+        rest = [c for c in range(52) if c not in board + list(mine) + list(theirs)]
+        for turn, river in itertools.permutations(rest, 2):
+            a = bf.eval7.evaluate([bf.eval7.Card(bf.card_name(c)) for c in board + [turn, river] + list(mine)])
+            b = bf.eval7.evaluate([bf.eval7.Card(bf.card_name(c)) for c in board + [turn, river] + list(theirs)])
+            win += w * (1.0 if a > b else 0.5 if a == b else 0.0)
+            total += w
+    assert report.equity[0][report.hands.index(hand)] == pytest.approx(win / total, rel=1e-9)
+
+
+def test_report_at_a_flops_turn_node_is_refused(tree):
+    """A flop's turn-street nodes (below a turn card, on its trunk) have no node report yet:
+    one line, before anything is computed."""
+    import cfrjax
+    from cfrjax.games.poker.toml import load_poker_config
+    from cfrjax.public.report import node_report
+
+    game = cfrjax.load_game(load_poker_config(tree, board="9d 5c 3h"))
+    turn_node = next(c for c in game.labels.node_codes if c.count("/") == 2 and c.endswith("/"))
+    with pytest.raises(ValueError, match="turn-street nodes"):
+        node_report(game, np.ones(game.slot_shape), turn_node)

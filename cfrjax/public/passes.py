@@ -39,9 +39,9 @@ from cfrjax.public.scratch import scratch_elements
 from cfrjax.public.sweep import regret_pass
 from cfrjax.public.tables import infosets, strategy_rows
 from cfrjax.public.values import (best_response_values, evaluation, expected_value, expected_values, hand_values,
-                                  node_values)
+                                  node_values, trunk_values)
 from cfrjax.public.weights import range_weights, set_ranges
 
 __all__ = ["best_response_values", "evaluation", "expected_value", "expected_values", "fused_half", "hand_values",
-           "infosets", "node_values", "range_weights", "regret_pass", "scratch_elements", "set_ranges",
+           "infosets", "node_values", "range_weights", "regret_pass", "scratch_elements", "set_ranges", "trunk_values",
            "strategy_rows"]

@@ -66,6 +66,7 @@ import numpy as np
 from cfrjax import xla_options
 from cfrjax.atomic import atomic_write
 from cfrjax.columns import CSV_FIELDS
+from cfrjax.deck import NO_CARD
 from cfrjax.policy import average_policy
 from cfrjax.public import passes as public_passes
 from cfrjax.public import terminals
@@ -214,9 +215,12 @@ def _public_node(game: PublicGame, node: int) -> tuple:
 
 
 def _chance_count(game: PublicGame) -> int:
-    """Boards (river cards) of a turn spot live for any given pair of hands: all but the
-    4 the two hands hold (44 of 48); 1 on a river spot. The forest's values carry 1 / this
+    """Boards live for any given pair of hands: on a turn spot the river cards but the 4
+    the two hands hold (44 of 48); on a flop the turn cards but 4 times the river cards
+    but 4 (45 x 44 of 49 x 48); 1 on a river spot. The forest's values carry 1 / this
     (`cfrjax.games.poker.public_tree`: the chance reach folded into the stakes)."""
+    if game.board_groups:          # a flop: boards grouped by turn card
+        return (game.board_groups - 4) * (game.num_boards // game.board_groups - 4)
     return game.num_boards - 4 if game.dealt else 1
 
 
@@ -226,22 +230,24 @@ def _chance_count(game: PublicGame) -> int:
 _REPORT_OPTIONS = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
-@functools.partial(xla_options.jit, options=_REPORT_OPTIONS)
-def _node_arrays(game, policy, board, node, trunk):
+@functools.partial(xla_options.jit, options=_REPORT_OPTIONS, static_argnames=("trunk",))
+def _node_arrays(game, policy, board, node, trunk: bool):
     """`(reach, values, mass, diff)`, each `[2, H]`, at one public node (trunk node `node`
-    where `trunk`, else forest node `node` of board `board`; all three traced, so one
-    executable serves every node of a game): the reach and counterfactual values of
-    `node_values`, the opponent's compatible reach mass `m_p(h)`, and the showdown wins
+    where `trunk`, else forest node `node` of board `board`; `board` and `node` traced, so
+    one executable serves every trunk node, one every forest node, of a game): the reach
+    and counterfactual values of `node_values` (a trunk node: `trunk_values`, the forests'
+    nodes not kept), the opponent's compatible reach mass `m_p(h)`, and the showdown wins
     minus losses `Wk - St` against the opponent's reach, on the node's board, or summed
     over every board below a trunk node. Compiled once per game shape (seconds on a CPU:
     the whole tree's passes) and kept with the solver's programs where the compilation
     cache is on (`cfrjax.compile_cache`: `cfrjax show` turns it on), so a later report of
     the same spot, at any node, reads it back."""
-    out = public_passes.node_values(game, policy)
-    reach, values = out["forest_reach"][board, node], out["forest_values"][board, node]
-    if out["trunk_reach"].shape[0]:    # a turn spot: the trunk's node where asked
-        reach = jnp.where(trunk, out["trunk_reach"][node], reach)
-        values = jnp.where(trunk, out["trunk_values"][node], values)
+    if trunk:
+        out = public_passes.trunk_values(game, policy)
+        reach, values = out["trunk_reach"][node], out["trunk_values"][node]
+    else:
+        out = public_passes.node_values(game, policy)
+        reach, values = out["forest_reach"][board, node], out["forest_values"][board, node]
     opp = jnp.flip(reach, 0)                                                          # lane p: p's opponent
     mass = terminals.compat_sums(opp.T, game.hand_cards, game.card_hands).T
     live = game.board_live.astype(reach.dtype)                                        # [B, H]
@@ -252,7 +258,7 @@ def _node_arrays(game, policy, board, node, trunk):
 
     def one(b):   # board b's showdown terms, its dead hands (either side) masked; 0 off the node's board
         tables = {k: getattr(game, k)[b] for k in names}
-        on = jnp.logical_or(trunk, b == board).astype(reach.dtype)
+        on = jnp.ones((), reach.dtype) if trunk else (b == board).astype(reach.dtype)
         return terminals.showdown_diff(game, tables, (opp * live[b] * on)[None], False)[0] * live[b]
     diff = jnp.sum(jax.lax.map(one, jnp.arange(game.num_boards)), axis=0)
     return reach, values, mass, diff
@@ -291,10 +297,14 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     labels = game.labels
     i = decision_node(game, node)
     board, n = _public_node(game, i)
+    if board is None and game.board_groups and int(np.asarray(game.trunk_dealt)[n]) != NO_CARD:
+        raise ValueError(f"{game.name}: node reports at a flop's turn-street nodes ({node!r}, below its turn card) "
+                         "are not available yet (the flop's own nodes and its river nodes are); solve the turn "
+                         "spot of that turn card for its report")
     chance = 1.0 if board is None else 1.0 / _chance_count(game)
     real = len(labels.hand_names)   # the hands the labels list (padding hands, `pad_hands`, last: left out)
     reach, values, mass, diff = (np.asarray(x, np.float64)[:, :real] for x in _node_arrays(
-        game, policy, np.int32(0 if board is None else board), np.int32(n), np.bool_(board is None)))
+        game, policy, np.int32(0 if board is None else board), np.int32(n), trunk=board is None))
     if board is None and game.dealt:   # the mean over the 44 river cards live for each pair of hands
         diff = diff / _chance_count(game)
     norm = float(game.norm)

@@ -26,7 +26,8 @@ def sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regre
     Returns `(root values [L, H, *batch], new regret, y)` (the last two for `mode ==
     "regret"`, for `lanes`' slots in slot order), and the new leaf state when `leaf` (a
     stateful leaf function's `(state, coef)`, `leaf_values`) is given; for `mode ==
-    "nodes"` the dict of `node_values`."""
+    "nodes"` the dict of `node_values`, for `"trunk_nodes"` its trunk entries alone
+    (`trunk_values`: a game with a trunk)."""
     dt = sigma_ext.dtype
     weights = game.weights.astype(dt)
     batch = jnp.broadcast_shapes(sigma_ext.shape[2:], weights.shape[2:], jnp.shape(game.norm))
@@ -46,7 +47,10 @@ def sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regre
     want = mode == "regret"
     if want:
         regret = jnp.broadcast_to(regret, regret.shape[:2] + batch) if regret.ndim - 2 < len(batch) else regret
-    board = lambda x: forest.board(game, x, forest_root, sigma_ext, lanes, mode, cpu)   # noqa: E731
+    # "trunk_nodes": the trunk's nodes alone (reports at a flop's trunk nodes): the forests
+    # give their roots' values, as an evaluation's, not every node's
+    board_mode = "ev" if mode == "trunk_nodes" else mode
+    board = lambda x: forest.board(game, x, forest_root, sigma_ext, lanes, board_mode, cpu)   # noqa: E731
     roots = forest_root if game.board_groups else None
     if game.leaf_fn is not None:   # depth-limited: the leaves' values come from the leaf function
         if mode == "nodes":
@@ -88,9 +92,12 @@ def sweep(game: PublicGame, sigma_ext, lanes: tuple, mode: str, cpu: bool, regre
     if mode in tree_passes.EVALUATION_MODES:
         return tree_passes.root_values(trunk, sigma_ext, tv, lanes, tree_passes.pulled_sums(game, cpu), mode)[0], \
             None, None
-    vals1 = tree_passes.backward(trunk, sigma_ext, tv, lanes, tree_passes.pulled_sums(game, cpu), mode)
+    vals1 = tree_passes.backward(trunk, sigma_ext, tv, lanes, tree_passes.pulled_sums(game, cpu),
+                                 "ev" if mode == "trunk_nodes" else mode)
     if mode == "nodes":
         return dict(nodes, trunk_reach=reach1, trunk_values=vals1)
+    if mode == "trunk_nodes":
+        return dict(trunk_reach=reach1, trunk_values=vals1)
     if not want:
         return vals1[0], None, None
     for i, p in enumerate(lanes):

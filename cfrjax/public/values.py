@@ -15,7 +15,8 @@ from cfrjax.passes import lift
 from cfrjax.public import sweep, tree_passes
 from cfrjax.public.game import PublicGame
 
-__all__ = ["best_response_values", "evaluation", "expected_value", "expected_values", "hand_values", "node_values"]
+__all__ = ["best_response_values", "evaluation", "expected_value", "expected_values", "hand_values", "node_values",
+           "trunk_values"]
 
 
 def hand_values(game: PublicGame, policy):
@@ -97,3 +98,10 @@ def node_values(game: PublicGame, policy) -> dict:
     in float64).
     """
     return tree_passes.on_platform(lambda cpu: sweep.sweep(game, passes.extend(policy), (0, 1), "nodes", cpu))
+
+
+def trunk_values(game: PublicGame, policy) -> dict:
+    """`node_values`' `trunk_reach` and `trunk_values` alone (a game with a trunk: a turn
+    or flop spot), the forests' nodes not kept: a flop's forests hold most of its nodes
+    (every river board's), too many to keep at once on one device for a realistic flop."""
+    return tree_passes.on_platform(lambda cpu: sweep.sweep(game, passes.extend(policy), (0, 1), "trunk_nodes", cpu))
