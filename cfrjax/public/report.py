@@ -281,6 +281,9 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     if game.player_lists:
         raise ValueError(f"{game.name}: node reports of a game with one hand list per player (hands='player') are not "
                          "available yet; build it with hands='range' for a report")
+    if game.iso_perm is not None:
+        raise ValueError(f"{game.name}: node reports of a suit-merged game (isomorphism = true) are not available yet; "
+                         "build it with isomorphism = false for a report")
     if isinstance(policy, SolverState):
         policy = average_policy(game, policy)
     dt = game.weights.dtype

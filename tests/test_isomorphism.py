@@ -1,0 +1,235 @@
+"""Suit isomorphism (`isomorphism = true`, `cfrjax.games.poker.isomorphism`,
+docs/design/isomorphism.md): the merged game against the unmerged one, in float64.
+
+Entries are mapped by information-set key: every key of the unmerged game resolves in the
+merged one (`infoset_index`: a member card's node is its representative's, the hand's
+suits permuted), so a merged policy expands to the unmerged layout key by key. Spots: a
+two-tone turn (d<->c), a monotone flop (any permutation of h, d, c) and a paired flop
+(d<->c), one bet size, narrow rank-based ranges.
+
+Equal solves: the first iterations agree by key to 1e-9; later ones part at exact ties
+(regret matching's discontinuity at zero regret), as the unmerged game's own native and
+XLA updates do, the unmerged game itself then ceasing to be suit-symmetric. The exact
+claim is the passes', for a suit-symmetric profile: values per hand, both best responses
+and the exploitability, checked on the average profile after the solve.
+"""
+
+import dataclasses
+import itertools
+
+import jax
+import numpy as np
+import pytest
+
+import cfrjax
+from cfrjax import strategy
+from cfrjax.games.poker import PokerSubgameSpec, root_ranges, set_root_ranges
+from cfrjax.games.poker.cards import COMBO_INDEX, COMBOS, PokerSpecError
+from cfrjax.games.poker.public_tree import build_public, public_plan, public_shapes
+from cfrjax.memory import memory_plan
+from cfrjax.plan import MERGED, Plan, resolve_plan, use
+from cfrjax.public import passes as public_passes
+from selection import cases
+
+TURN = PokerSubgameSpec(board="Ks Js 7h 2h", pot=20, stack=30, bet_fractions=(0.75,), raise_cap=0,
+                        range0="AA,KQs,T9s,QJo", range1="KK,JTs,A5s,98o")
+MONOTONE = PokerSubgameSpec(board="8s 6s 2s", pot=20, stack=30, bet_fractions=(1.0,), raise_cap=0,
+                            range0="AA,KQs", range1="99,JTs")
+PAIRED = PokerSubgameSpec(board="Kd Kc 4h", pot=20, stack=30, bet_fractions=(1.0,), raise_cap=0,
+                          range0="AA,K4s,QJs", range1="44,KQo,T9s")
+SPOTS = {"turn": TURN, "monotone": MONOTONE, "paired": PAIRED}
+
+_GAMES = {}
+
+
+def _games(name):
+    """`(merged, unmerged)` of spot `name`, both on the XLA passes (the merged game's only
+    ones), built once per module run."""
+    if name not in _GAMES:
+        spot = SPOTS[name]
+        _GAMES[name] = build_public(spot, isomorphism=True), use(build_public(spot), "xla")
+    return _GAMES[name]
+
+
+def _index(merged, unmerged):
+    """Rows and columns of every (unmerged key, action) in both games."""
+    ru, cu, rm, cm = [], [], [], []
+    for key, sl, h in unmerged.labels.infoset_keys():
+        sl_m, h_m = merged.infoset_index(key)
+        ru += range(sl.start, sl.stop)
+        rm += range(sl_m.start, sl_m.stop)
+        cu += [h] * (sl.stop - sl.start)
+        cm += [h_m] * (sl.stop - sl.start)
+    return (np.array(ru), np.array(cu)), (np.array(rm), np.array(cm))
+
+
+@jax.jit
+def _evaluated(game, policy):
+    """`(best responses [2], expected values [2], root values per hand [2, H])`."""
+    br, ev = public_passes.evaluation(game, policy)
+    return br, ev, public_passes.hand_values(game, policy)
+
+
+@pytest.mark.parametrize("name", cases(list(SPOTS), ["turn"]))
+def test_merged_solve_equals_unmerged(name):
+    """Two CFR iterations: regrets, averages and the average policy equal by key (the
+    unmerged key's entry is the merged representative's at the suit-permuted hand);
+    game value, both best responses, exploitability and root values per hand of the
+    average profile equal to 1e-9."""
+    merged, unmerged = _games(name)
+    assert merged.num_boards < unmerged.num_boards and merged.num_slots < unmerged.num_slots
+    kw = dict(rule="cfr", dtype="float64")
+    sm = cfrjax.solve(merged, cfrjax.init(merged, **kw), 2)
+    su = cfrjax.solve(unmerged, cfrjax.init(unmerged, **kw), 2)
+    iu, im = _index(merged, unmerged)
+    np.testing.assert_allclose(np.asarray(sm.regret)[im], np.asarray(su.regret)[iu], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(sm.avg)[im], np.asarray(su.avg)[iu], rtol=1e-9, atol=1e-12)
+    pm, pu = cfrjax.average_policy(merged, sm), cfrjax.average_policy(unmerged, su)
+    np.testing.assert_allclose(np.asarray(pm)[im], np.asarray(pu)[iu], rtol=1e-9, atol=1e-12)
+    (bm, em, vm), (bu, eu, vu) = _evaluated(merged, pm), _evaluated(unmerged, pu)
+    np.testing.assert_allclose(bm, bu, rtol=1e-9, atol=1e-12)      # both best responses
+    np.testing.assert_allclose(em, eu, rtol=1e-9, atol=1e-12)      # the game value, both players
+    np.testing.assert_allclose(float(np.mean(bm)), float(np.mean(bu)), rtol=1e-9)   # exploitability
+    assert float(np.mean(bu)) > 1e-3                                   # not an equilibrium yet
+    assert merged.labels.hand_names == unmerged.labels.hand_names
+    np.testing.assert_allclose(vm, vu, rtol=1e-9, atol=1e-12)
+
+
+def _brute_force_orbits(board, cards):
+    """Orbits of `cards` under every suit permutation that maps `board` onto itself,
+    computed here by enumeration (not by the code under test)."""
+    perms = []
+    for p in itertools.permutations(range(4)):
+        image = {4 * (c // 4) + p[c % 4] for c in board}
+        if image == set(board):
+            perms.append(p)
+    orbits = {frozenset(4 * (c // 4) + p[c % 4] for p in perms) for c in cards}
+    return orbits
+
+
+def test_monotone_flop_has_23_turn_classes():
+    """8s6s2s: 10 spade turn cards stay alone, the 39 others fall into 13 classes (one
+    per rank, its h, d and c cards): 23, counted by brute force here; the merged game
+    deals one representative (the lowest card id) per class."""
+    merged, unmerged = _games("monotone")
+    board = [int(c) for c in MONOTONE.board_cards]
+    rest = [c for c in range(52) if c not in board]
+    orbits = _brute_force_orbits(board, rest)
+    assert len(orbits) == 23 and sum(len(o) == 1 for o in orbits) == 10
+    assert merged.board_groups == 23 and unmerged.board_groups == 49
+    turns = merged.labels.merge.turn_cards().tolist()
+    assert sorted(turns) == sorted(min(o) for o in orbits)
+    # below a heart turn card (d <-> c left) and a spade one (h, d, c all interchangeable)
+    for t in (4 * 12 + 1, 4 * 12 + 0):   # Ah, As
+        stay = [c for c in rest if c != t]
+        want = _brute_force_orbits(board + [t], stay)
+        got = [r for (tt, r) in _boards(merged) if tt == t]
+        assert sorted(got) == sorted(min(o) for o in want)
+
+
+def _boards(game):
+    """`[(turn, river)]` of a flop game's boards, from its labels."""
+    out = []
+    for d in game.labels.node_dealt:
+        if len(d) == 2 and tuple(d) not in out:
+            out.append(tuple(d))
+    return out
+
+
+def test_strategy_table_answers_for_every_member():
+    """The merged game's strategy table lists every key of the unmerged game (each member
+    card's nodes, the hands' suits permuted), with the probabilities of the policy the
+    unmerged layout gets by key; policies by key read the same entries."""
+    merged, unmerged = _games("turn")
+    iu, im = _index(merged, unmerged)
+    pm = np.asarray(cfrjax.average_policy(merged, cfrjax.solve(merged, cfrjax.init(merged, rule="cfr",
+                                                                                       dtype="float64"), 1)))
+    pu = np.zeros(unmerged.slot_shape)
+    pu[iu] = pm[im]
+    rows_m = {(r["infoset"], r["action"]): r["probability"] for r in strategy.strategy_table(merged, pm)}
+    rows_u = {(r["infoset"], r["action"]): r["probability"] for r in strategy.strategy_table(unmerged, pu)}
+    assert rows_m.keys() == rows_u.keys()
+    assert all(abs(rows_m[k] - rows_u[k]) <= 1e-12 for k in rows_u)
+    assert strategy.policy_dict(merged, pm) == strategy.policy_dict(unmerged, pu)
+
+
+def test_ranges_that_differ_by_suit_build_unmerged():
+    """AdKd without AcKc: no symmetry keeps the ranges, so the game is built unmerged
+    (no error), as it is with isomorphism off."""
+    spot = dataclasses.replace(TURN, range0="AA,AdKd,T9s")
+    game = build_public(spot, isomorphism=True)
+    assert game.iso_perm is None and game.num_boards == 48
+    assert resolve_plan(game, "cpu").fallbacks != (MERGED,)
+
+
+def test_set_root_ranges_refuses_suit_asymmetric_weights():
+    merged, _ = _games("turn")
+    w0, w1 = root_ranges(merged)
+    set_root_ranges(merged, w0 * 0.5, w1)          # symmetric: accepted
+    w0 = w0.copy()
+    w0[int(COMBO_INDEX[4 * 12 + 1, 4 * 12 + 2])] *= 0.5   # AhAd, not its image AhAc
+    with pytest.raises(ValueError, match="isomorphism = false") as err:
+        set_root_ranges(merged, w0, w1)
+    assert "\n" not in str(err.value)
+
+
+def test_locks_that_break_the_symmetry_are_refused():
+    """A lock on a member card's node (Tc, solved as Td) or on one suit's hand alone where
+    a symmetry keeps the node's cards (below 3s, above the river) is refused in one line;
+    the same lock on every suit-isomorphic hand is taken."""
+    merged, _ = _games("turn")
+    state = cfrjax.init(merged, rule="cfr", dtype="float64")
+    code = next(c for c, d in zip(merged.labels.node_codes, merged.labels.node_dealt) if d == (4 * 8 + 2,)
+                and merged.labels.node_player[merged.labels.node_codes.index(c)] == 0)   # below Td
+    member = code.replace("/Td/", "/Tc/")
+    with pytest.raises(ValueError, match="isomorphism = false") as err:
+        cfrjax.lock(merged, state, {f"P0|AhAd|{member}": [1.0, 0.0]})
+    assert "\n" not in str(err.value)
+    ok = cfrjax.lock(merged, state, {f"P0|AhAd|{code}": [1.0, 0.0]})   # Td is moved by d <-> c: no image
+    assert int(np.asarray(ok.locked).sum()) == 2
+    three = code.replace("/Td/", "/3s/")                                # d <-> c keeps 3s: AhAd's image is AhAc
+    with pytest.raises(ValueError, match="not locked the same way"):
+        cfrjax.lock(merged, state, {f"P0|AhAd|{three}": [1.0, 0.0]})
+    locked = cfrjax.lock(merged, state, {f"P0|AhAd|{three}": [1.0, 0.0], f"P0|AhAc|{three}": [1.0, 0.0]})
+    assert int(np.asarray(locked.locked).sum()) == 4
+    with pytest.raises(ValueError, match="not locked the same way"):   # above the river: every symmetry
+        cfrjax.lock(merged, state, {f"P0|KdQd|{merged.labels.node_codes[0]}": [1.0, 0.0]})
+
+
+def test_datagen_spots_are_unmerged():
+    """The data generator's spots take random ranges (different by suit): their spec
+    turns isomorphism off whatever the template says."""
+    from cfrjax.datagen.dataset import spot_spec
+    template = dataclasses.replace(TURN, board="Ks Js 7h 2h 3d", isomorphism=True)
+    assert spot_spec(template, template.board, 20.0, 30.0).isomorphism is False
+
+
+def test_plan_and_memory_count_the_merged_game():
+    """The plan declines the kernels with a `fallbacks` entry (MERGED) and refuses a plan
+    asking for them; the memory plan before building (`public_shapes`) is the built
+    merged game's, smaller than the unmerged one's."""
+    merged, unmerged = _games("turn")
+    plan = resolve_plan(merged, "cpu")
+    assert plan.fallbacks == (MERGED,) and not plan.native_forest and "suit-merged" in plan.summary()
+    with pytest.raises(ValueError, match="suit-merged"):
+        use(merged, Plan(native=True))
+    shapes = public_shapes(TURN, isomorphism=True)
+    assert shapes.sizes() == merged.sizes()
+    assert memory_plan(shapes).total_bytes == memory_plan(merged).total_bytes
+    merged_state = public_plan(dataclasses.replace(TURN, isomorphism=True)).group_bytes()["state"]
+    assert merged_state < public_plan(TURN).group_bytes()["state"]   # (on a CPU the unmerged plan runs native code)
+
+
+def test_what_a_merged_game_refuses():
+    """Node reports, depth-limited cuts and per-player or padded hand lists: one line each."""
+    merged, _ = _games("turn")
+    from cfrjax.games.poker.depth import leaf_inputs
+    from cfrjax.public.report import node_report
+    with pytest.raises(ValueError, match="isomorphism = false"):
+        node_report(merged, np.ones(merged.slot_shape), merged.labels.node_codes[0])
+    with pytest.raises(PokerSpecError, match="isomorphism = false"):
+        leaf_inputs(merged)
+    with pytest.raises(PokerSpecError, match="isomorphism = false"):
+        build_public(TURN, hands="player", isomorphism=True)
+    with pytest.raises(PokerSpecError, match="must be true or false"):
+        dataclasses.replace(TURN, isomorphism="yes")
