@@ -51,6 +51,17 @@ def _games(name):
     return _GAMES[name]
 
 
+_SOLVED = {}
+
+
+def _solved(name):
+    """`(merged state, unmerged state)` after two CFR iterations (float64), once per run."""
+    if name not in _SOLVED:
+        kw = dict(rule="cfr", dtype="float64")
+        _SOLVED[name] = tuple(cfrjax.solve(g, cfrjax.init(g, **kw), 2) for g in _games(name))
+    return _SOLVED[name]
+
+
 def _index(merged, unmerged):
     """Rows and columns of every (unmerged key, action) in both games."""
     ru, cu, rm, cm = [], [], [], []
@@ -78,9 +89,7 @@ def test_merged_solve_equals_unmerged(name):
     average profile equal to 1e-9."""
     merged, unmerged = _games(name)
     assert merged.num_boards < unmerged.num_boards and merged.num_slots < unmerged.num_slots
-    kw = dict(rule="cfr", dtype="float64")
-    sm = cfrjax.solve(merged, cfrjax.init(merged, **kw), 2)
-    su = cfrjax.solve(unmerged, cfrjax.init(unmerged, **kw), 2)
+    sm, su = _solved(name)
     iu, im = _index(merged, unmerged)
     np.testing.assert_allclose(np.asarray(sm.regret)[im], np.asarray(su.regret)[iu], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(np.asarray(sm.avg)[im], np.asarray(su.avg)[iu], rtol=1e-9, atol=1e-12)
@@ -142,8 +151,7 @@ def test_strategy_table_answers_for_every_member():
     unmerged layout gets by key; policies by key read the same entries."""
     merged, unmerged = _games("turn")
     iu, im = _index(merged, unmerged)
-    pm = np.asarray(cfrjax.average_policy(merged, cfrjax.solve(merged, cfrjax.init(merged, rule="cfr",
-                                                                                       dtype="float64"), 1)))
+    pm = np.asarray(cfrjax.average_policy(merged, _solved("turn")[0]))
     pu = np.zeros(unmerged.slot_shape)
     pu[iu] = pm[im]
     rows_m = {(r["infoset"], r["action"]): r["probability"] for r in strategy.strategy_table(merged, pm)}
@@ -196,12 +204,16 @@ def test_locks_that_break_the_symmetry_are_refused():
         cfrjax.lock(merged, state, {f"P0|KdQd|{merged.labels.node_codes[0]}": [1.0, 0.0]})
 
 
-def test_datagen_spots_are_unmerged():
+def test_random_ranges_are_unmerged_or_refused():
     """The data generator's spots take random ranges (different by suit): their spec
-    turns isomorphism off whatever the template says."""
+    turns isomorphism off whatever the template says; a batch of random ranges
+    (`solve-batch`'s `random_batch`) on a merged game is refused in one line."""
     from cfrjax.datagen.dataset import spot_spec
+    from cfrjax.multihost import random_batch
     template = dataclasses.replace(TURN, board="Ks Js 7h 2h 3d", isomorphism=True)
     assert spot_spec(template, template.board, 20.0, 30.0).isomorphism is False
+    with pytest.raises(ValueError, match="isomorphism = false"):
+        random_batch(_games("turn")[0], 2)
 
 
 def test_plan_and_memory_count_the_merged_game():
@@ -233,3 +245,39 @@ def test_what_a_merged_game_refuses():
         build_public(TURN, hands="player", isomorphism=True)
     with pytest.raises(PokerSpecError, match="must be true or false"):
         dataclasses.replace(TURN, isomorphism="yes")
+
+
+def test_policy_files_by_key(tmp_path):
+    """A merged game's JSON policy names every member key: it loads into the unmerged game
+    (the expanded policy) and back; a policy with different strategies on two isomorphic
+    keys is refused when loaded into the merged game (one line)."""
+    merged, unmerged = _games("turn")
+    iu, im = _index(merged, unmerged)
+    pm = np.asarray(cfrjax.average_policy(merged, _solved("turn")[0]))
+    path = str(tmp_path / "merged.json")
+    strategy.save_policy(path, merged, pm)
+    pu = np.array(strategy.load_policy(path, unmerged, dtype="float64"))
+    np.testing.assert_array_equal(pu[iu], pm[im])
+    np.testing.assert_array_equal(np.asarray(strategy.load_policy(path, merged, dtype="float64")), pm)
+    sl, h = unmerged.infoset_index(next(k for k, _, _ in unmerged.labels.infoset_keys() if "/Tc/" in k))
+    pu[sl, h] = [1.0, 0.0] if pu[sl.start, h] != 1.0 else [0.0, 1.0]   # one suit's node alone
+    other = str(tmp_path / "asymmetric.json")
+    strategy.save_policy(other, unmerged, pu)
+    with pytest.raises(ValueError, match="isomorphism = false") as err:
+        strategy.load_policy(other, merged)
+    assert "\n" not in str(err.value)
+
+
+def test_command_line_flag(tmp_path, capsys):
+    """`--isomorphism on` builds the merged game (`cfrjax show` then refuses in one line,
+    exit code 2); on a game that is not a poker spec the flag is refused in one line."""
+    from cfrjax import cli
+    path = tmp_path / "turn.toml"
+    path.write_text('board = "Ks Js 7h 2h"\npot = 20\nstack = 30\nbet_fractions = [0.75]\nraise_cap = 0\n'
+                    'range0 = "AA,KQs,T9s,QJo"\nrange1 = "KK,JTs,A5s,98o"\n')
+    assert cli.main(["show", str(path), "k", "--isomorphism", "on", "--iterations", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("cfrjax: error:") and "isomorphism = false" in err and "\n" not in err
+    assert cli.main(["solve", "kuhn_poker", "--isomorphism", "on", "--iterations", "1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "isomorphism=True" in err and "\n" not in err
