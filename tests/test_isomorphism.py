@@ -104,13 +104,14 @@ def test_merged_solve_equals_unmerged(name):
     np.testing.assert_allclose(vm, vu, rtol=1e-9, atol=1e-12)
 
 
-def _brute_force_orbits(board, cards):
-    """Orbits of `cards` under every suit permutation that maps `board` onto itself,
-    computed here by enumeration (not by the code under test)."""
+def _brute_force_orbits(board, cards, fixed=()):
+    """Orbits of `cards` under every suit permutation that maps `board` onto itself and
+    fixes each card of `fixed` (the turn card above a river), computed here by
+    enumeration (not by the code under test)."""
     perms = []
     for p in itertools.permutations(range(4)):
         image = {4 * (c // 4) + p[c % 4] for c in board}
-        if image == set(board):
+        if image == set(board) and all(4 * (c // 4) + p[c % 4] == c for c in fixed):
             perms.append(p)
     orbits = {frozenset(4 * (c // 4) + p[c % 4] for p in perms) for c in cards}
     return orbits
@@ -131,9 +132,30 @@ def test_monotone_flop_has_23_turn_classes():
     # below a heart turn card (d <-> c left) and a spade one (h, d, c all interchangeable)
     for t in (4 * 12 + 1, 4 * 12 + 0):   # Ah, As
         stay = [c for c in rest if c != t]
-        want = _brute_force_orbits(board + [t], stay)
+        want = _brute_force_orbits(board, stay, fixed=[t])
         got = [r for (tt, r) in _boards(merged) if tt == t]
         assert sorted(got) == sorted(min(o) for o in want)
+
+
+def test_paired_flop_and_two_tone_turn_classes():
+    """KdKc4h (d <-> c): 25 turn cards alone (spades, hearts) + 12 d/c pairs = 37 classes,
+    counted by brute force here, as the river cards below each representative turn card
+    and the two-tone turn's river cards (KsJs7h2h, d <-> c: 22 alone + 13 pairs = 35)."""
+    merged, _ = _games("paired")
+    board = [int(c) for c in PAIRED.board_cards]
+    rest = [c for c in range(52) if c not in board]
+    turns = _brute_force_orbits(board, rest)
+    assert len(turns) == 37 and merged.board_groups == 37
+    assert sorted(merged.labels.merge.turn_cards().tolist()) == sorted(min(o) for o in turns)
+    boards = _boards(merged)
+    for t in sorted(min(o) for o in turns):
+        want = _brute_force_orbits(board, [c for c in rest if c != t], fixed=[t])
+        assert sorted(r for tt, r in boards if tt == t) == sorted(min(o) for o in want)
+    turn, _ = _games("turn")
+    board = [int(c) for c in TURN.board_cards]
+    want = _brute_force_orbits(board, [c for c in range(52) if c not in board])
+    assert len(want) == 35 and turn.num_boards == 35
+    assert sorted(d[0] for d in set(turn.labels.node_dealt) if d) == sorted(min(o) for o in want)
 
 
 def _boards(game):
