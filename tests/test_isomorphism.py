@@ -10,8 +10,9 @@ two-tone turn (d<->c), a monotone flop (any permutation of h, d, c) and a paired
 Equal solves: the first iterations agree by key to 1e-9; later ones part at exact ties
 (regret matching's discontinuity at zero regret), as the unmerged game's own native and
 XLA updates do, the unmerged game itself then ceasing to be suit-symmetric. The exact
-claim is the passes', for a suit-symmetric profile: values per hand, both best responses
-and the exploitability, checked on the average profile after the solve.
+claim is the passes', for any suit-symmetric profile: values per hand, both best responses
+and the exploitability, checked on the average profile after the solve and on random
+symmetric profiles (`test_symmetric_profile_values_equal`).
 """
 
 import dataclasses
@@ -102,6 +103,42 @@ def test_merged_solve_equals_unmerged(name):
     assert float(np.mean(bu)) > 1e-3                                   # not an equilibrium yet
     assert merged.labels.hand_names == unmerged.labels.hand_names
     np.testing.assert_allclose(vm, vu, rtol=1e-9, atol=1e-12)
+
+
+def _symmetric_profile(merged, seed=0):
+    """A random profile of the merged game that is suit-symmetric: at every decision node
+    the strategy of hand h equals that of g(h) for each symmetry g fixing the node's dealt
+    cards (drawn per orbit of hands, built here from the suit permutations)."""
+    from cfrjax.games.poker.isomorphism import card_map, combo_map
+    labels = merged.labels
+    hands = np.asarray(labels.hands)
+    rng = np.random.default_rng(seed)
+    raw = np.zeros(merged.slot_shape)
+    for i, (code, player, sl, names) in enumerate(labels.decision_nodes()):
+        dealt = labels.node_dealt[i]
+        perms = [p for p in labels.merge.perms if all(card_map(p)[c] == c for c in dealt)]
+        orbit_min = np.min([combo_map(p)[hands] for p in perms], axis=0)          # [H] a label per orbit
+        draws = {int(o): rng.random(len(names)) for o in np.unique(orbit_min)}
+        x = np.stack([draws[int(o)] for o in orbit_min], axis=1)                   # [A, H]
+        raw[sl] = x / x.sum(axis=0)
+    return raw
+
+
+@pytest.mark.parametrize("name", cases(list(SPOTS), ["turn"]))
+def test_symmetric_profile_values_equal(name):
+    """Any suit-symmetric profile (random, drawn per orbit of hands), expanded by key to
+    the unmerged layout: values per hand, both best responses and the expected values
+    agree to 1e-9 (the passes' claim, beyond the solve's first iterations)."""
+    merged, unmerged = _games(name)
+    iu, im = _index(merged, unmerged)
+    pm = _symmetric_profile(merged)
+    pu = np.full(unmerged.slot_shape, 0.5)
+    pu[iu] = pm[im]
+    (bm, em, vm), (bu, eu, vu) = _evaluated(merged, pm), _evaluated(unmerged, pu)
+    np.testing.assert_allclose(bm, bu, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(em, eu, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(vm, vu, rtol=1e-9, atol=1e-12)
+    assert float(np.mean(bu)) > 1e-2
 
 
 def _brute_force_orbits(board, cards, fixed=()):
