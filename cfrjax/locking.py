@@ -53,9 +53,9 @@ def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) ->
         mask, values = np.zeros(np.shape(state.regret), bool), np.zeros(np.shape(state.regret), state.regret.dtype)
     else:
         mask, values = np.asarray(state.locked).copy(), np.asarray(state.locked_policy).copy()
-    if getattr(getattr(game, "labels", None), "merge", None) is not None:   # a suit-merged public game
-        from cfrjax.games.poker.isomorphism import check_lock
-        check_lock(game.labels, strategies)
+    merge = getattr(getattr(game, "labels", None), "merge", None)
+    if merge is not None:   # a suit-merged public game
+        merge.check_lock(game.labels, strategies)
     for key, probs in strategies.items():
         sl = _index(game, key, "lock")
         n = _num_actions(sl)

@@ -139,6 +139,8 @@ class PublicLabels:
       merge: a suit-merged game's card classes (`cfrjax.games.poker.isomorphism.Merge`;
         `None`: unmerged): the node codes name representative cards only; keys of the
         other members resolve to them with the hand's suits permuted (`infoset_index`).
+        The core reads it through its methods (`representative`, `node_members`,
+        `check_lock`), never importing the poker package.
 
     `hands`, `hand_names` and `hand_cards` list the real hands only: a spot built with
     `pad_hands` has `PublicGame.num_hands` columns, its padding hands last (indices
@@ -244,26 +246,9 @@ class PublicLabels:
                 yield f"P{p}|{names[h]}|{code}", sl, h
 
     def representative(self, hand: str, code: str) -> tuple:
-        """`(hand, code)` below the representative cards of a suit-merged game (`merge`)
-        where `code` deals a member card: its cards replaced by the representatives', the
-        hand's suits by the inverse permutation; as given where nothing is merged or a
-        name does not parse (the lookup then fails as for any unknown key)."""
-        from cfrjax.games.poker import isomorphism
-        from cfrjax.games.poker.cards import COMBO_INDEX, COMBOS, card_id, combo_str, parse_combo
-
-        segs = code.split("/")
-        if self.merge is None or len(segs) < 3:
-            return hand, code
-        try:
-            cards = [card_id(c) for c in segs[1::2]]
-            combo = parse_combo(hand)
-            reps, g = self.merge.canonical(cards)
-        except Exception:   # noqa: BLE001 (not a card or hand name, or a card not dealt there: no such key)
-            return hand, code
-        segs[1::2] = [isomorphism.CARD_NAMES[c] for c in reps]
-        inv = isomorphism.card_map(np.argsort(np.asarray(g)))
-        a, b = COMBOS[combo]
-        return combo_str(int(COMBO_INDEX[inv[a], inv[b]])), "/".join(segs)
+        """`(hand, code)` below the representative cards of a suit-merged game (`merge`,
+        `Merge.representative`) where `code` deals a member card; as given otherwise."""
+        return (hand, code) if self.merge is None else self.merge.representative(hand, code)
 
     def infoset_index(self, key: str) -> tuple[slice, int]:
         """`(slots, hand_index)` of the information set `key` (`"P1|AhKh|k.b10"`; the hand's

@@ -15,10 +15,8 @@ def _entries(labels):
     """Yield `(code, player, slots, action names, hand, h)` per live (decision node, hand),
     node by node, hand by hand: `hand` the name, `h` its column. A suit-merged game
     (`PublicLabels.merge`) yields every member node of a representative's class (its cards
-    and the hand's suits permuted, `isomorphism.node_members`) with the representative's
+    and the hand's suits permuted, `Merge.node_members`) with the representative's
     column, as if the members had been solved apart."""
-    from cfrjax.games.poker.isomorphism import node_members
-
     for i, (code, player, sl, names) in enumerate(labels.decision_nodes()):
         hand_names = labels.hand_names_of(player)
         live = np.flatnonzero(labels.live_hands(i)).tolist()
@@ -26,7 +24,7 @@ def _entries(labels):
             for h in live:
                 yield code, player, sl, names, hand_names[h], h
             continue
-        for member, rename in node_members(labels.merge, code, labels.node_dealt[i]):
+        for member, rename in labels.merge.node_members(code, labels.node_dealt[i]):
             for h in live:
                 yield member, player, sl, names, rename(hand_names[h]), h
 

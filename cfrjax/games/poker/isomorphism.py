@@ -186,6 +186,34 @@ class Merge:
         r, u = rivers[t][int(inv[cards[1]])]
         return (t, r), compose(g, u)
 
+    def representative(self, hand: str, code: str) -> tuple:
+        """`(hand, code)` below the representative cards where `code` deals a member card:
+        its cards (the `/card/` segments) replaced by the representatives', the hand's
+        suits by the inverse permutation; as given where nothing is dealt or a name does
+        not parse (the key lookup then fails as for any unknown key)."""
+        from cfrjax.games.poker.cards import card_id, combo_str, parse_combo
+
+        segs = code.split("/")
+        if len(segs) < 3:
+            return hand, code
+        try:
+            combo = parse_combo(hand)
+            reps, g = self.canonical([card_id(c) for c in segs[1::2]])
+        except Exception:   # noqa: BLE001 (not a card or hand name, or a card not dealt there: no such key)
+            return hand, code
+        segs[1::2] = [CARD_NAMES[c] for c in reps]
+        inv = card_map(np.argsort(np.asarray(g)))
+        a, b = COMBOS[combo]
+        return combo_str(int(COMBO_INDEX[inv[a], inv[b]])), "/".join(segs)
+
+    def node_members(self, code: str, dealt) -> list:
+        """`node_members(self, code, dealt)`."""
+        return node_members(self, code, dealt)
+
+    def check_lock(self, labels, strategies) -> None:
+        """`check_lock(labels, strategies)` (`cfrjax.lock` on a merged game)."""
+        check_lock(labels, strategies)
+
     def width(self) -> int:
         """The most members of one class (turn or river)."""
         sizes = [len(ms) for cl in (self.turns,) + tuple(self.rivers) for _, ms in cl]
