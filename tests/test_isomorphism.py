@@ -25,7 +25,7 @@ import pytest
 import cfrjax
 from cfrjax import strategy
 from cfrjax.games.poker import PokerSubgameSpec, root_ranges, set_root_ranges
-from cfrjax.games.poker.cards import COMBO_INDEX, COMBOS, PokerSpecError
+from cfrjax.games.poker.cards import COMBO_INDEX, PokerSpecError
 from cfrjax.games.poker.public_tree import build_public, public_plan, public_shapes
 from cfrjax.memory import memory_plan
 from cfrjax.plan import MERGED, Plan, resolve_plan, use

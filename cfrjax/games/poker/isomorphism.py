@@ -157,8 +157,9 @@ class Merge:
 
     @functools.cached_property
     def _lookup(self) -> tuple:
-        """`(turn, river)`: card -> `(rep, perm)` of the first dealt card's class, and per
-        representative first card its river cards' (`{}` / `[{...}]` for a turn spot)."""
+        """`(first, rivers)`: card -> `(rep, perm)` of a flop's turn card classes (empty on
+        a turn spot), and per representative turn card (`None` on a turn spot) the same of
+        its river card classes."""
         first = {m: (rep, p) for rep, ms in self.turns for m, p in ms}
         rivers = {}
         for k, cl in enumerate(self.rivers):
@@ -207,11 +208,13 @@ class Merge:
         return combo_str(int(COMBO_INDEX[inv[a], inv[b]])), "/".join(segs)
 
     def node_members(self, code: str, dealt) -> list:
-        """`node_members(self, code, dealt)`."""
+        """The member nodes of representative node `code` (module function `node_members`):
+        what strategy tables list for it (`cfrjax.public.tables`)."""
         return node_members(self, code, dealt)
 
     def check_lock(self, labels, strategies) -> None:
-        """`check_lock(labels, strategies)` (`cfrjax.lock` on a merged game)."""
+        """Refuse locks that break the symmetry (module function `check_lock`), for
+        `cfrjax.lock` on a merged game."""
         check_lock(labels, strategies)
 
     def width(self) -> int:
