@@ -809,7 +809,7 @@ def _show_node(args, solution: list) -> None:
     jax.config.update("jax_enable_x64", True)  # reports in float64; an application may flip it, the library never does
     import cfrjax
     from cfrjax.compile_cache import enable_compile_cache
-    from cfrjax.public.report import decision_node, node_report
+    from cfrjax.public.report import check_reportable, decision_node, node_report
 
     if len(solution) != 1:
         raise ValueError(f"cfrjax show SPOT NODE needs one solution of the spot, got {len(solution) or 'none'}"
@@ -828,6 +828,7 @@ def _show_node(args, solution: list) -> None:
                          "sets: cfrjax solve GAME --save-policy P.json, then cfrjax show P.json INFOSET)")
     code = "" if args.where == "root" else args.where
     decision_node(game, code)            # an unknown node fails before any solving
+    check_reportable(game)               # so does a game without node reports
     enable_compile_cache(args.compile_cache)  # the report's program, kept: a later show of this spot reads it back
     if args.checkpoint is not None:
         state = cfrjax.load_checkpoint(args.checkpoint, game)

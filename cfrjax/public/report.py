@@ -72,7 +72,7 @@ from cfrjax.public import terminals
 from cfrjax.public.game import PublicGame
 from cfrjax.state import SolverState
 
-__all__ = ["CSV_FIELDS", "NodeReport", "decision_node", "load_report", "node_report"]
+__all__ = ["CSV_FIELDS", "NodeReport", "check_reportable", "decision_node", "load_report", "node_report"]
 
 FORMAT = "cfrjax.node_report/1"
 _ARRAYS = ("weight", "combos", "ev", "equity", "strategy")
@@ -258,6 +258,18 @@ def _node_arrays(game, policy, board, node, trunk):
     return reach, values, mass, diff
 
 
+def check_reportable(game: PublicGame) -> None:
+    """Refuse (one line) a public game whose node reports are not available yet: one hand
+    list per player (`hands='player'`), or suit-merged cards (`isomorphism = true`).
+    `cfrjax show` asks before solving."""
+    if game.player_lists:
+        raise ValueError(f"{game.name}: node reports of a game with one hand list per player (hands='player') are not "
+                         "available yet; build it with hands='range' for a report")
+    if game.iso_perm is not None:
+        raise ValueError(f"{game.name}: node reports of a suit-merged game (isomorphism = true) are not available yet; "
+                         "build it with isomorphism = false for a report")
+
+
 def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     """Per-hand ranges, strategy, EV and equity at decision node `node` (module docstring).
 
@@ -278,12 +290,7 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     if not isinstance(game, PublicGame) or game.labels is None:
         raise ValueError(f"node reports need a poker spot in the public form (cfrjax.load_game(spec)), not "
                          f"{type(game).__name__} {getattr(game, 'name', '')!r}".rstrip())
-    if game.player_lists:
-        raise ValueError(f"{game.name}: node reports of a game with one hand list per player (hands='player') are not "
-                         "available yet; build it with hands='range' for a report")
-    if game.iso_perm is not None:
-        raise ValueError(f"{game.name}: node reports of a suit-merged game (isomorphism = true) are not available yet; "
-                         "build it with isomorphism = false for a report")
+    check_reportable(game)
     if isinstance(policy, SolverState):
         policy = average_policy(game, policy)
     dt = game.weights.dtype
