@@ -244,6 +244,11 @@ def test_set_root_ranges_refuses_suit_asymmetric_weights():
     with pytest.raises(ValueError, match="isomorphism = false") as err:
         set_root_ranges(merged, w0, w1)
     assert "\n" not in str(err.value)
+    hands = list(merged.labels.hands)   # the passes' own re-targeting checks the same
+    with pytest.raises(ValueError, match="isomorphism = false"):
+        public_passes.set_ranges(merged, w0[hands], w1[hands])
+    with pytest.raises(ValueError, match="concrete ranges"):
+        jax.jit(public_passes.set_ranges)(merged, np.ones(merged.num_hands), np.ones(merged.num_hands))
 
 
 def test_locks_that_break_the_symmetry_are_refused():
