@@ -302,13 +302,34 @@ def test_plan_and_memory_count_the_merged_game():
     assert merged_state < public_plan(TURN).group_bytes()["state"]   # (on a CPU the unmerged plan runs native code)
 
 
+def test_node_reports_of_a_merged_turn():
+    """Node reports of the merged turn spot equal the unmerged one's under the expanded
+    policy: at the root (the trunk: equities over every member river card), at a
+    representative river card's node and at a member's (its rows the representative's,
+    suits permuted)."""
+    from cfrjax.public.report import node_report
+    merged, unmerged = _games("turn")
+    iu, im = _index(merged, unmerged)
+    pm = np.asarray(cfrjax.average_policy(merged, _solved("turn")[0]))
+    pu = np.full(unmerged.slot_shape, 0.5)
+    pu[iu] = pm[im]
+    rep = next(c for c in merged.labels.node_codes if "/Td/" in c)
+    for code in ("", rep, rep.replace("/Td/", "/Tc/")):
+        a, b = node_report(merged, pm, code), node_report(unmerged, pu, code)
+        assert a.hands == b.hands and a.player == b.player and a.node == b.node == code
+        for f in ("weight", "combos", "ev", "equity", "strategy"):
+            np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-9, atol=1e-12, equal_nan=True)
+        assert np.isfinite(a.ev).any()
+
+
 def test_what_a_merged_game_refuses():
-    """Node reports, depth-limited cuts and per-player or padded hand lists: one line each."""
+    """Node reports of a merged flop, depth-limited cuts and per-player or padded hand
+    lists: one line each."""
     merged, _ = _games("turn")
     from cfrjax.games.poker.depth import leaf_inputs
-    from cfrjax.public.report import node_report
+    from cfrjax.public.report import check_reportable
     with pytest.raises(ValueError, match="isomorphism = false"):
-        node_report(merged, np.ones(merged.slot_shape), merged.labels.node_codes[0])
+        check_reportable(build_public(PAIRED, isomorphism=True))
     with pytest.raises(PokerSpecError, match="isomorphism = false"):
         leaf_inputs(merged)
     with pytest.raises(PokerSpecError, match="isomorphism = false"):
@@ -339,13 +360,13 @@ def test_policy_files_by_key(tmp_path):
 
 
 def test_command_line_flag(tmp_path, capsys):
-    """`--isomorphism on` builds the merged game (`cfrjax show` then refuses in one line
-    before solving, exit code 2); on a game that is not a poker spec the flag is refused in
-    one line."""
+    """`--isomorphism on` builds the merged game (`cfrjax show` of a flop then refuses in
+    one line before solving, exit code 2); on a game that is not a poker spec the flag is
+    refused in one line."""
     from cfrjax import cli
-    path = tmp_path / "turn.toml"
-    path.write_text('board = "Ks Js 7h 2h"\npot = 20\nstack = 30\nbet_fractions = [0.75]\nraise_cap = 0\n'
-                    'range0 = "AA,KQs,T9s,QJo"\nrange1 = "KK,JTs,A5s,98o"\n')
+    path = tmp_path / "paired.toml"
+    path.write_text('board = "Kd Kc 4h"\npot = 20\nstack = 30\nbet_fractions = [1.0]\nraise_cap = 0\n'
+                    'range0 = "AA,K4s,QJs"\nrange1 = "44,KQo,T9s"\n')
     assert cli.main(["show", str(path), "k", "--isomorphism", "on", "--iterations", "10"]) == 2   # before solving
     err = capsys.readouterr().err.strip()
     assert err.startswith("cfrjax: error:") and "isomorphism = false" in err and "\n" not in err

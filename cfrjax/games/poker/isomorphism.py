@@ -207,6 +207,23 @@ class Merge:
         a, b = COMBOS[combo]
         return combo_str(int(COMBO_INDEX[inv[a], inv[b]])), "/".join(segs)
 
+    def node_of(self, code: str) -> tuple:
+        """`(code, k)`: the representative node of the node `code` (its `/card/` segments
+        replaced by the representatives') and the index `k` into `perms` of the permutation
+        that maps the representative onto it (0: the node itself); `code` unchanged, 0,
+        where it deals nothing or a card does not parse."""
+        from cfrjax.games.poker.cards import card_id
+
+        segs = code.split("/")
+        if len(segs) < 3:
+            return code, 0
+        try:
+            reps, g = self.canonical([card_id(c) for c in segs[1::2]])
+        except Exception:   # noqa: BLE001 (not a card, or a card not dealt there: no such node)
+            return code, 0
+        segs[1::2] = [CARD_NAMES[c] for c in reps]
+        return "/".join(segs), self.index[g]
+
     def node_members(self, code: str, dealt) -> list:
         """The member nodes of representative node `code` (module function `node_members`):
         what strategy tables list for it (`cfrjax.public.tables`)."""
