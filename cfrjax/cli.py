@@ -78,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
                         f"{TARGET_MAX_ITERATIONS}; not with --iterations)")
     _solver_options(s)
     _hands_option(s)
+    _isomorphism_option(s)
     _plan_options(s)
     s.add_argument("--chance", choices=("folded", "explicit"), default="folded")
     s.add_argument("--eval-every", type=int, default=None,
@@ -186,6 +187,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="the solution: solve the spot here for N iterations (with --rule, --order, ...)")
     _solver_options(sh)
     _hands_option(sh)
+    _isomorphism_option(sh)
     sh.add_argument("--player", type=int, choices=(0, 1), default=None,
                     help="whose hands to list (default: the player to act, with its strategy columns)")
     sh.add_argument("--sort", choices=SHOW_SORTS, default="equity",
@@ -268,6 +270,21 @@ def _solver_options(p) -> None:
     p.add_argument("--compile-cache", default=None, metavar="DIR|off",
                    help="keep compiled executables in DIR for the next run (default: $CFRJAX_COMPILE_CACHE, else "
                         "~/.cache/cfrjax/xla; 'off' to compile afresh)")
+
+
+def _isomorphism_option(p) -> None:
+    """`--isomorphism on|off` of the commands that build one poker spot
+    (`load_game(..., isomorphism=...)`; solve-batch's random ranges break the symmetry)."""
+    p.add_argument("--isomorphism", choices=("on", "off"), default=None,
+                   help="a poker spot's suit isomorphism in the public form (default: the spec's isomorphism key, "
+                        "else off): on solves one representative per class of suit-isomorphic turn and river cards "
+                        "(where the board and both ranges are symmetric; XLA passes only)")
+
+
+def _iso(args):
+    """`load_game`'s `isomorphism` from `--isomorphism` (`None`: the spec's key)."""
+    v = getattr(args, "isomorphism", None)
+    return None if v is None else v == "on"
 
 
 def _hands_option(p) -> None:
@@ -442,7 +459,8 @@ def write_plot(history: list, path: str, title: str) -> None:
     fig.savefig(path, format="png")
 
 
-def _load_game_quietly(source: str, chance: str, form: str | None = None, hands: str | None = None):
+def _load_game_quietly(source: str, chance: str, form: str | None = None, hands: str | None = None,
+                       isomorphism: bool | None = None):
     """`cfrjax.load_game` (which refuses an unknown name before OpenSpiel), with OpenSpiel's
     own C++ message on stderr held back when loading fails (the exception carries it), so
     an error stays one line."""
@@ -455,7 +473,7 @@ def _load_game_quietly(source: str, chance: str, form: str | None = None, hands:
     with tempfile.TemporaryFile(mode="w+b") as held:
         os.dup2(held.fileno(), 2)
         try:
-            game = cfrjax.load_game(source, chance=chance, form=form, hands=hands)
+            game = cfrjax.load_game(source, chance=chance, form=form, hands=hands, isomorphism=isomorphism)
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -539,7 +557,7 @@ def _solve(args) -> dict:
     jax.devices()
     t0 = time.perf_counter()
     with _Status(f"building {args.game} ..."):
-        game = _load_game_quietly(args.game, args.chance, args.form, args.hands)
+        game = _load_game_quietly(args.game, args.chance, args.form, args.hands, _iso(args))
         game = cfrjax.memory.group_boards(cfrjax.plan.use(game, args.plan))
     build_s = time.perf_counter() - t0
     _say_plan(args, game.plan)
@@ -835,7 +853,7 @@ def _show_node(args, solution: list) -> None:
     jax.config.update("jax_enable_x64", True)  # reports in float64; an application may flip it, the library never does
     import cfrjax
     from cfrjax.compile_cache import enable_compile_cache
-    from cfrjax.public.report import decision_node, node_report
+    from cfrjax.public.report import check_reportable, decision_node, node_report
 
     if len(solution) != 1:
         raise ValueError(f"cfrjax show SPOT NODE needs one solution of the spot, got {len(solution) or 'none'}"
@@ -847,13 +865,14 @@ def _show_node(args, solution: list) -> None:
         if path is not None and not path.endswith("." + flag[2:]):
             raise ValueError(f"{flag} {path!r}: the file name must end with .{flag[2:]}")
     with _Status(f"building {args.source} ..."):
-        game = _load_game_quietly(args.source, "folded", args.form, args.hands)
+        game = _load_game_quietly(args.source, "folded", args.form, args.hands, _iso(args))
     if cfrjax.forms.form_name(game) != "public":
         raise ValueError(f"cfrjax show SPOT NODE reports hands at public nodes of a poker spot in the public form; "
                          f"{args.source!r} is compiled to the {cfrjax.forms.form_name(game)} form (for its information "
                          "sets: cfrjax solve GAME --save-policy P.json, then cfrjax show P.json INFOSET)")
     code = "" if args.where == "root" else args.where
     decision_node(game, code)            # an unknown node fails before any solving
+    check_reportable(game)               # so does a game without node reports
     enable_compile_cache(args.compile_cache)  # the report's program, kept: a later show of this spot reads it back
     if args.checkpoint is not None:
         state = cfrjax.load_checkpoint(args.checkpoint, game)

@@ -46,11 +46,12 @@ def _poker(cfg: PokerSubgameSpec, form, chance, check_memory=True, budget_bytes=
     return group_boards(build_public(cfg), budget_bytes=budget_bytes)   # off the CPU: boards a group at a time
 
 
-def _check_hands(hands, what: str) -> None:
-    """Refuse (one line) a `hands` choice for `what`, a source that is not a poker subgame
-    spec (a poker spec validates it: `PokerSubgameSpec.hands`)."""
+def _check_hands(hands, what: str, name: str = "hands") -> None:
+    """Refuse (one line) a `hands` (or `isomorphism`) choice for `what`, a source that is
+    not a poker subgame spec (a poker spec validates it: `PokerSubgameSpec.hands`)."""
     if hands is not None:
-        raise SpecError(f"hands={hands!r} chooses a poker spot's hand list; {what} is not a poker subgame spec "
+        chooses = "a poker spot's hand list" if name == "hands" else "a poker spot's suit isomorphism"
+        raise SpecError(f"{name}={hands!r} chooses {chooses}; {what} is not a poker subgame spec "
                         "(a .toml spot, a shipped spec name or a PokerSubgameSpec)")
 
 
@@ -70,7 +71,8 @@ def _check_name(source: str) -> None:
 
 
 def load_game(game, *, form: str | None = None, chance: str = "folded", check_memory: bool = True,
-              budget_bytes: int | None = None, hands: str | None = None, **kwargs):
+              budget_bytes: int | None = None, hands: str | None = None, isomorphism: bool | None = None,
+              **kwargs):
     """Compile (or read) a game.
 
     Args:
@@ -96,6 +98,10 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
         scale with them), `"all"` (every combo the board does not block: any ranges can
         be set later with `set_root_ranges` without rebuilding), or `None` (the spec's
         own `hands` key, by default `"range"`). Other sources refuse it.
+      isomorphism: a poker spec's suit isomorphism in the public form
+        (`PokerSubgameSpec.isomorphism`): `True` solves one representative per class of
+        suit-isomorphic turn and river cards, `False` every card, `None` the spec's own
+        key (off by default). Other sources refuse it.
       **kwargs: passed to the source (e.g. `max_nodes` for OpenSpiel, `random_hands=10`
         to override a poker spec's keys).
 
@@ -107,14 +113,19 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
         source has no such form.
       MemoryPlanError: a poker spot too large to solve here (`check_memory`).
     """
+    if isomorphism is not None and not isinstance(isomorphism, bool):
+        raise ValueError(f"isomorphism {isomorphism!r} must be True, False or None (the spec's own key)")
     if isinstance(game, (CompiledGame, PublicGame)):
         _check_hands(hands, "an already compiled game (its hand list is built in)")
+        _check_hands(isomorphism, "an already compiled game (its cards are built in)", "isomorphism")
         return game
     if isinstance(game, PokerSubgameSpec):
         cfg = game if hands is None else dataclasses.replace(game, hands=hands)
+        cfg = cfg if isomorphism is None else dataclasses.replace(cfg, isomorphism=isomorphism)
         return _poker(cfg, form, chance, check_memory, budget_bytes)
     if isinstance(game, GameSpec):
         _check_hands(hands, f"game {game.name!r}")
+        _check_hands(isomorphism, f"game {game.name!r}", "isomorphism")
         _check_form(form, ("tabular",), f"game {game.name!r}")
         return compile_game(game, chance)
     if isinstance(game, (str, os.PathLike)) and not os.path.isfile(game) and spec_path(os.fspath(game)):
@@ -122,14 +133,17 @@ def load_game(game, *, form: str | None = None, chance: str = "folded", check_me
     if isinstance(game, (str, os.PathLike)) and os.path.isfile(game):
         path = os.fspath(game)
         if path.endswith(".toml"):
-            overrides = dict(kwargs, **({} if hands is None else {"hands": hands}))
+            overrides = dict(kwargs, **({} if hands is None else {"hands": hands}),
+                             **({} if isomorphism is None else {"isomorphism": isomorphism}))
             return _poker(load_poker_config(path, **overrides), form, chance, check_memory, budget_bytes)
         _check_hands(hands, f"the saved game {path}")
+        _check_hands(isomorphism, f"the saved game {path}", "isomorphism")
         _check_form(form, ("tabular",), f"the saved game {path}")
         return read_game_file(path)
     if isinstance(game, (str, os.PathLike)):
         _check_name(os.fspath(game))
     _check_hands(hands, f"OpenSpiel game {game!r}")
+    _check_hands(isomorphism, f"OpenSpiel game {game!r}", "isomorphism")
     from cfrjax.games.openspiel import spec_from_openspiel  # OpenSpiel is imported only when used
     _check_form(form, ("tabular",), f"OpenSpiel game {game!r}")
     return compile_game(spec_from_openspiel(game, **kwargs), chance)

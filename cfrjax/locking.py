@@ -45,12 +45,17 @@ def lock(game, state: SolverState, strategies: Mapping[str, Sequence[float]]) ->
 
     Raises:
       KeyError: an unknown information-set key.
-      ValueError: a probability vector of the wrong length, negative, or not summing to 1.
+      ValueError: a probability vector of the wrong length, negative, or not summing to 1;
+        on a suit-merged game (`isomorphism = true`) a lock that breaks its symmetry
+        (`cfrjax.games.poker.isomorphism.check_lock`).
     """
     if state.locked is None:   # nothing locked yet
         mask, values = np.zeros(np.shape(state.regret), bool), np.zeros(np.shape(state.regret), state.config.dtype)
     else:
         mask, values = np.asarray(state.locked).copy(), np.asarray(state.locked_policy).copy()
+    merge = getattr(getattr(game, "labels", None), "merge", None)
+    if merge is not None:   # a suit-merged public game
+        merge.check_lock(game.labels, strategies)
     for key, probs in strategies.items():
         sl = _index(game, key, "lock")
         n = _num_actions(sl)

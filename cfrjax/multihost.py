@@ -252,6 +252,9 @@ def random_batch(game, batch: int, seed: int = 0):
     if form_name(game) == "public":
         from cfrjax.public.passes import set_ranges
 
+        if game.iso_perm is not None:   # random weights differ by suit
+            raise ValueError(f"{game.name}: random ranges differ by suit, which a suit-merged game (isomorphism = "
+                             "true) cannot hold; build it with isomorphism = false")
         dt = np.dtype(game.weights.dtype)
         w = rng.uniform(size=(batch, 2, game.num_hands)).astype(dt)
         return jax.vmap(set_ranges, (None, 0, 0), axes)(game, jnp.asarray(w[:, 0]), jnp.asarray(w[:, 1]))

@@ -21,7 +21,7 @@ import functools
 import os
 import warnings
 
-__all__ = ["PALLAS", "PRESETS", "TWO_LISTS", "KernelFallback", "Plan", "plan_of", "resolve_plan", "use"]
+__all__ = ["MERGED", "PALLAS", "PRESETS", "TWO_LISTS", "KernelFallback", "Plan", "plan_of", "resolve_plan", "use"]
 
 #: The Pallas kernels, by name: regret matching (`cfrjax.matching_kernel`), the public
 #: form's folds, showdowns, river-spot and turn-spot half-updates (`cfrjax.public.
@@ -172,20 +172,38 @@ TWO_LISTS = ("native, cuda_showdown, pallas fold/showdown/spot/turn",
              "one hand list per player (hands='player'): these kernels take one list for both players")
 
 
+#: Why a suit-merged game (`PublicGame.iso_perm`, `isomorphism = true`) runs the XLA
+#: passes alone: the kernels sum every board's chance node without the members' gathers.
+MERGED = ("native, cuda_showdown, pallas fold/showdown/spot/turn",
+          "suit-merged cards (isomorphism = true): these kernels do not sum a class's members at its chance node")
+
+
 def _two_lists(game) -> bool:
     """Whether `game` has one hand list per player (`PublicGame.player_lists`)."""
     return bool(getattr(game, "player_lists", ()))
 
 
-def _xla_only(plan: Plan) -> Plan:
-    """`plan` checked for a game with one hand list per player: only the XLA passes (and
-    regret matching's kernel, which reads slot arrays alone) may run; a plan asking for
-    more is refused in one line."""
+def _merged(game) -> bool:
+    """Whether `game` solves suit-isomorphic cards once (`PublicGame.iso_perm`)."""
+    return getattr(game, "iso_perm", None) is not None
+
+
+def _xla_reason(game):
+    """The `fallbacks` entry of a game only the XLA passes run (`TWO_LISTS`, `MERGED`), or `None`."""
+    return TWO_LISTS if _two_lists(game) else MERGED if _merged(game) else None
+
+
+def _xla_only(plan: Plan, game) -> Plan:
+    """`plan` checked for a game with one hand list per player or suit-merged cards: only
+    the XLA passes (and regret matching's kernel, which reads slot arrays alone) may run;
+    a plan asking for more is refused in one line."""
     asks = [f for f in ("native", "cuda_showdown") if getattr(plan, f)]
     asks += [f"pallas {k}" for k in set(plan.pallas) | set(plan.interpret) if k != "matching"]
     if asks:
-        raise ValueError(f"plan {plan.name!r} runs {', '.join(sorted(asks))}; a game with one hand list per player "
-                         "(hands='player') runs the XLA passes only (plan 'xla' or 'auto')")
+        what = ("a game with one hand list per player (hands='player')" if _two_lists(game)
+                else "a suit-merged game (isomorphism = true)")
+        raise ValueError(f"plan {plan.name!r} runs {', '.join(sorted(asks))}; {what} runs the XLA passes only "
+                         "(plan 'xla' or 'auto')")
     return plan
 
 
@@ -201,7 +219,7 @@ def resolve_plan(game=None, platform: str | None = None, choice="auto") -> Plan:
     at once (`boards_at_once` 0): `cfrjax.memory.group_boards` sets the group from the
     memory plan and the device's free memory."""
     if isinstance(choice, Plan):
-        return _xla_only(choice) if _two_lists(game) else choice
+        return _xla_only(choice, game) if _xla_reason(game) else choice
     if choice not in PRESETS:
         raise ValueError(f"unknown plan {choice!r}; allowed: {', '.join(map(repr, PRESETS))} or a cfrjax.Plan")
     from cfrjax.host import default_platform
@@ -212,10 +230,10 @@ def _resolve(game, platform: str, choice: str) -> Plan:
     """`resolve_plan`'s preset `choice` on `platform`, every board at once."""
     if choice == "xla":
         return Plan(name="xla", platform=platform, native_forest=False, native_half=False, cpu_spot_half=False)
-    if _two_lists(game):   # the XLA passes, visibly (`fallbacks`); regret matching's kernel on a GPU
+    if _xla_reason(game):   # the XLA passes, visibly (`fallbacks`); regret matching's kernel on a GPU
         from cfrjax.pallas_gpu import nvidia_gpu
         return Plan(name="auto", platform=platform, native_forest=False, native_half=False, cpu_spot_half=False,
-                    pallas=("matching",) if platform == "gpu" and nvidia_gpu() else (), fallbacks=(TWO_LISTS,))
+                    pallas=("matching",) if platform == "gpu" and nvidia_gpu() else (), fallbacks=(_xla_reason(game),))
     public = _public(game)
     fallbacks = []
     native_on = cuda_on = False
@@ -255,23 +273,30 @@ def plan_of(game) -> Plan:
     if plan is not None:
         return plan
     from cfrjax.host import default_platform
-    if _two_lists(game):
-        return _default_two_lists(default_platform())
+    if _xla_reason(game):
+        return _default_xla_only(_xla_reason(game), default_platform())
     return _default(_public(game), default_platform())
 
 
 @functools.cache
-def _default_two_lists(platform: str) -> Plan:
-    return resolve_plan(_TWO_LISTS, platform)
+def _default_xla_only(reason: tuple, platform: str) -> Plan:
+    return resolve_plan(_TWO_LISTS if reason == TWO_LISTS else _MERGED, platform)
 
 
 class _TwoLists:
-    """Stands for a public game with one hand list per player in `_default_two_lists`."""
+    """Stands for a public game with one hand list per player in `_default_xla_only`."""
     slot_shape = (0, 0)
     player_lists = (1, 1)
 
 
+class _Merged:
+    """Stands for a suit-merged public game in `_default_xla_only`."""
+    slot_shape = (0, 0)
+    iso_perm = ()
+
+
 _TWO_LISTS = _TwoLists()
+_MERGED = _Merged()
 
 
 def use(game, plan="auto", platform: str | None = None):

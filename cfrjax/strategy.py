@@ -333,6 +333,7 @@ def load_policy(path: str | os.PathLike, game, dtype=None):
     table = doc["infosets"]
     out = np.asarray(uniform_policy(game), np.float64).copy()
     missing, seen = [], 0
+    merged = {} if getattr(labels, "merge", None) is not None else None   # entry -> the first key read into it
     for key, _, names, index in _entries(game):
         entry = table.get(str(key))
         if entry is None:   # a poker hand written the other way round (before hands printed high card first)
@@ -346,7 +347,15 @@ def load_policy(path: str | os.PathLike, game, dtype=None):
         if set(actions) != set(want):
             raise ValueError(f"{path}: information set {key!r} has actions {sorted(actions)} in the file, "
                              f"{want} in {game.name!r}: the policy is for another game")
-        out[index] = [actions[a] for a in want]
+        probs = [actions[a] for a in want]
+        if merged is not None:   # a suit-merged game: every member key reads into its representative's entry
+            at = (index[0].start, index[1])
+            if at in merged and not np.allclose(out[index], probs, rtol=0, atol=1e-9):
+                raise ValueError(f"{path}: information sets {merged[at]!r} and {key!r} have different strategies, "
+                                 f"which the suit-merged game {game.name!r} solves as one; load the policy into "
+                                 "the game built with isomorphism = false")
+            merged.setdefault(at, key)
+        out[index] = probs
     if missing:
         raise ValueError(f"{path}: {len(missing)} information sets of {game.name!r} are not in the policy file "
                          f"(e.g. {missing[0]!r}); it was saved for {doc.get('game')!r}")

@@ -64,9 +64,10 @@ def _resolve_spec(spec) -> tuple[PokerSubgameSpec, str]:
 def spot_spec(template: PokerSubgameSpec, board, pot: float, stack: float) -> PokerSubgameSpec:
     """The river spot on `board` with pot `pot` and stacks `stack` (chips), the template's
     betting, every live hand in range and in the hand list (`hands="all"`: the spots'
-    ranges are set per spot)."""
+    ranges are set per spot; unmerged: the random ranges differ by suit)."""
     return dataclasses.replace(template, board=board, pot=float(pot), stack=float(stack), range0=None, range1=None,
-                               random_hands=None, name="datagen_spot", source=None, hands="all")
+                               random_hands=None, name="datagen_spot", source=None, hands="all",
+                               isomorphism=False)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -139,8 +139,18 @@ def map_boards(game: PublicGame, f, sigma_ext, lanes, regret, base, cpu: bool, r
 
 def root_sum(game: PublicGame, r):
     """The boards' forest-root values `r [B, R, ...]` summed into the trunk's chance
-    leaves: `[R, ...]`, on a flop per turn card, `[G R, ...]`."""
+    leaves: `[R, ...]`, on a flop per turn card, `[G R, ...]`. A suit-merged game's boards
+    are class representatives: each is summed over its class's members first
+    (`tree_passes.members_sum`), and a flop's groups then hold unequal numbers of boards."""
     G, B = game.board_groups, game.num_boards
+    if game.iso_perm is not None:
+        R = r.shape[1]
+        r = tree_passes.members_sum(game.iso_perm, jnp.repeat(game.board_members, R, axis=0),
+                                    r.reshape((B * R,) + r.shape[2:])).reshape(r.shape)
+        if G:
+            s = jax.ops.segment_sum(r, game.board_group, num_segments=G, indices_are_sorted=True)
+            return s.reshape((G * R,) + r.shape[2:])
+        return jnp.sum(r, axis=0)
     if G:
         return jnp.sum(r.reshape((G, B // G) + r.shape[1:]), axis=1).reshape((G * r.shape[1],) + r.shape[2:])
     return jnp.sum(r, axis=0)

@@ -136,6 +136,11 @@ class PublicLabels:
         hands at the columns `0..H_p - 1` of its slot, reach and value vectors (the
         columns up to `H = max(H_0, H_1)` are padding). `hands`, `hand_names` and
         `hand_cards` then hold the union of the two lists. `None`: one list for both.
+      merge: a suit-merged game's card classes (`cfrjax.games.poker.isomorphism.Merge`;
+        `None`: unmerged): the node codes name representative cards only; keys of the
+        other members resolve to them with the hand's suits permuted (`infoset_index`).
+        The core reads it through its methods (`representative`, `node_members`,
+        `check_lock`), never importing the poker package.
 
     `hands`, `hand_names` and `hand_cards` list the real hands only: a spot built with
     `pad_hands` has `PublicGame.num_hands` columns, its padding hands last (indices
@@ -161,6 +166,7 @@ class PublicLabels:
     node_committed: np.ndarray | None = _DeferredField(None)
     cache_key: str = ""
     player_hands: tuple | None = None
+    merge: Any = None
 
     @property
     def compare_key(self) -> str:
@@ -239,6 +245,11 @@ class PublicLabels:
             for h in np.flatnonzero(self.live_hands(i)).tolist():
                 yield f"P{p}|{names[h]}|{code}", sl, h
 
+    def representative(self, hand: str, code: str) -> tuple:
+        """`(hand, code)` below the representative cards of a suit-merged game (`merge`,
+        `Merge.representative`) where `code` deals a member card; as given otherwise."""
+        return (hand, code) if self.merge is None else self.merge.representative(hand, code)
+
     def infoset_index(self, key: str) -> tuple[slice, int]:
         """`(slots, hand_index)` of the information set `key` (`"P1|AhKh|k.b10"`; the hand's
         two cards in either order).
@@ -250,6 +261,9 @@ class PublicLabels:
         parts = str(key).split("|", 2)
         if len(parts) != 3 or parts[0] not in ("P0", "P1"):
             raise KeyError(f"{self.name}: no information set {key!r} (expected 'P{{player}}|{{hand}}|{{code}}')")
+        if self.merge is not None:   # a member card's node: its representative's, the hand's suits permuted
+            parts = list(parts)
+            parts[1], parts[2] = self.representative(parts[1], parts[2])
         node = self._code_index.get(parts[2])
         index = self._hand_index[int(parts[0][1])]
         hand = index.get(parts[1])
@@ -318,6 +332,15 @@ class PublicGame:
       same_hand: `None`, or with one hand list per player (`player_lists`) `[2, H]`: each
         hand of player p's list at its position in the opponent's list (`H`: none).
       norm: `[]` float, `Z = sum_{h, h'} compat(h, h') w0[h] w1[h']` (re-targetable).
+      iso_perm, board_members, trunk_members: a suit-merged game
+        (`cfrjax.games.poker.isomorphism`; `None` elsewhere): its boards (and a flop's
+        turn cards) are class representatives. `iso_perm [K + 1, H]`: per symmetry `g_k`
+        the position of `g_k^-1(h)` for each hand `h` (row `K`: `H`, no member);
+        `board_members [B, W]`: each board's members (rows of `iso_perm`, padded with `K`)
+        below its turn card (a flop) or the turn (a turn spot); `trunk_members [N1, W]` (a
+        flop): a turn card's members at the trunk nodes just below it (`[0, K, ...]`
+        elsewhere). A chance node sums each representative's values gathered by its
+        members' rows (`tree_passes.members_sum`); reach passes down unchanged.
 
     Static metadata:
       num_nodes (`N1 + B n2`), num_slots, num_infosets, num_hands, num_boards: sizes.
@@ -403,6 +426,9 @@ class PublicGame:
     forest_showdown_rake: Any = None
     leaf_data: Any = None
     same_hand: Any = None
+    iso_perm: Any = None
+    board_members: Any = None
+    trunk_members: Any = None
     num_nodes: int = _static(0)
     num_slots: int = _static(0)
     num_infosets: int = _static(0)

@@ -69,11 +69,11 @@ from cfrjax.columns import CSV_FIELDS
 from cfrjax.deck import NO_CARD
 from cfrjax.policy import average_policy
 from cfrjax.public import passes as public_passes
-from cfrjax.public import terminals
+from cfrjax.public import terminals, tree_passes
 from cfrjax.public.game import PublicGame
 from cfrjax.state import SolverState
 
-__all__ = ["CSV_FIELDS", "NodeReport", "decision_node", "load_report", "node_report"]
+__all__ = ["CSV_FIELDS", "NodeReport", "check_reportable", "decision_node", "load_report", "node_report"]
 
 FORMAT = "cfrjax.node_report/1"
 _ARRAYS = ("weight", "combos", "ev", "equity", "strategy")
@@ -185,9 +185,12 @@ def load_report(path: str | os.PathLike) -> NodeReport:
 
 
 def decision_node(game: PublicGame, code: str) -> int:
-    """The index (in `PublicLabels` order) of the decision node with code `code`;
-    `ValueError` naming a few valid codes (the closest first) otherwise."""
+    """The index (in `PublicLabels` order) of the decision node with code `code` (on a
+    suit-merged game, a member card's node: its representative's); `ValueError` naming a
+    few valid codes (the closest first) otherwise."""
     codes = game.labels.node_codes
+    if game.labels.merge is not None:   # a member card's node: its representative's
+        code = game.labels.merge.node_of(str(code))[0]
     try:
         return codes.index(str(code))
     except ValueError:
@@ -219,6 +222,8 @@ def _chance_count(game: PublicGame) -> int:
     the two hands hold (44 of 48); on a flop the turn cards but 4 times the river cards
     but 4 (45 x 44 of 49 x 48); 1 on a river spot. The forest's values carry 1 / this
     (`cfrjax.games.poker.public_tree`: the chance reach folded into the stakes)."""
+    if game.iso_perm is not None:   # a suit-merged turn spot: its boards' members
+        return int(np.sum(np.asarray(game.board_members) < game.iso_perm.shape[0] - 1)) - 4
     if game.board_groups:          # a flop: boards grouped by turn card
         return (game.board_groups - 4) * (game.num_boards // game.board_groups - 4)
     return game.num_boards - 4 if game.dealt else 1
@@ -260,8 +265,25 @@ def _node_arrays(game, policy, board, node, trunk: bool):
         tables = {k: getattr(game, k)[b] for k in names}
         on = jnp.ones((), reach.dtype) if trunk else (b == board).astype(reach.dtype)
         return terminals.showdown_diff(game, tables, (opp * live[b] * on)[None], False)[0] * live[b]
-    diff = jnp.sum(jax.lax.map(one, jnp.arange(game.num_boards)), axis=0)
+    per = jax.lax.map(one, jnp.arange(game.num_boards))                              # [B, 2, H]
+    if trunk and game.iso_perm is not None:   # below a trunk node every member of a representative board counts
+        per = tree_passes.members_sum(game.iso_perm, game.board_members, per)
+    diff = jnp.sum(per, axis=0)
     return reach, values, mass, diff
+
+
+def check_reportable(game: PublicGame) -> None:
+    """Refuse (one line) a public game whose node reports are not available yet: one hand
+    list per player (`hands='player'`), or a suit-merged flop (`isomorphism = true`; a
+    merged turn spot reports any node, a member card's as its representative's with the
+    hands' suits permuted).
+    `cfrjax show` asks before solving."""
+    if game.player_lists:
+        raise ValueError(f"{game.name}: node reports of a game with one hand list per player (hands='player') are not "
+                         "available yet; build it with hands='range' for a report")
+    if game.iso_perm is not None and game.board_groups:
+        raise ValueError(f"{game.name}: node reports of a suit-merged flop (isomorphism = true) are not available yet; "
+                         "build it with isomorphism = false for a report")
 
 
 def node_report(game: PublicGame, policy, node: str) -> NodeReport:
@@ -284,9 +306,7 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     if not isinstance(game, PublicGame) or game.labels is None:
         raise ValueError(f"node reports need a poker spot in the public form (cfrjax.load_game(spec)), not "
                          f"{type(game).__name__} {getattr(game, 'name', '')!r}".rstrip())
-    if game.player_lists:
-        raise ValueError(f"{game.name}: node reports of a game with one hand list per player (hands='player') are not "
-                         "available yet; build it with hands='range' for a report")
+    check_reportable(game)
     if isinstance(policy, SolverState):
         policy = average_policy(game, policy)
     dt = game.weights.dtype
@@ -317,6 +337,10 @@ def node_report(game: PublicGame, policy, node: str) -> NodeReport:
     sl = labels.node_slots(i)
     strategy = np.asarray(policy[sl], np.float64).T[:real].copy()                        # [H, A]
     strategy[~labels.live_hands(i)] = np.nan
+    k = labels.merge.node_of(str(node))[1] if labels.merge is not None else 0
+    if k:   # a member card's node: the representative's rows, each hand's suits permuted
+        perm = np.asarray(game.iso_perm)[k]
+        reach, mass, ev, equity, strategy = reach[:, perm], mass[:, perm], ev[:, perm], equity[:, perm], strategy[perm]
     poker = dict(labels.source.get("poker", {}))
     meta = {"fingerprint": labels.fingerprint, **{k: poker[k] for k in ("board", "pot", "behind", "stack", "street")
                                                     if k in poker}}

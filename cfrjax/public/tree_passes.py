@@ -28,7 +28,8 @@ from cfrjax import passes
 from cfrjax.passes import lift
 from cfrjax.public.game import PublicGame
 
-__all__ = ["Tree", "alive", "backward", "forward", "lanes_of", "lead", "on_platform", "opponent", "pulled_sums"]
+__all__ = ["Tree", "alive", "backward", "forward", "lanes_of", "lead", "members_sum", "on_platform", "opponent",
+           "pulled_sums"]
 
 
 def lanes_of(player) -> tuple:
@@ -65,6 +66,24 @@ class Tree:
         self.dealt = getattr(game, f"{stage}_dealt", None)
         self.level_dealt = getattr(game, f"{stage}_level_dealt", ())
         self.hand_cards = game.hand_cards
+        self.members = getattr(game, f"{stage}_members", None)   # a suit-merged flop's turn cards
+        self.iso_perm = game.iso_perm
+
+
+def members_sum(iso_perm, members, v):
+    """Values of suit-merged subtrees summed over their classes' members
+    (`cfrjax.games.poker.isomorphism`): `v [m, L, H, *batch]` the representatives' values,
+    `members [m, W]` each one's members as rows of `iso_perm [K + 1, H]` (row `K`: `H`
+    everywhere, no member), whose row `k` gathers the value vector of member `g_k(rep)`
+    from the representative's; returns `[m, L, H, *batch]` the sums over members."""
+    H = v.shape[2]
+    vp = jnp.concatenate([v, jnp.zeros(v.shape[:2] + (1,) + v.shape[3:], v.dtype)], axis=2)
+    idx_shape = (v.shape[0], 1, H) + (1,) * (v.ndim - 3)
+    out = None
+    for k in range(members.shape[1]):
+        part = jnp.take_along_axis(vp, iso_perm[members[:, k]].reshape(idx_shape), axis=2)
+        out = part if out is None else out + part
+    return out
 
 
 def alive(hand_cards, cards, nd: int, dtype, lanes=(0, 1)):
@@ -125,7 +144,10 @@ def backward(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str = "e
     for d in range(last - 1, -1, -1):
         lo, hi, chi = ls[d], ls[d + 1], ls[d + 2]
         par = tree.parent[hi:chi]
-        total = _level(sigma_ext, lanes, pull, mode, tv.ndim, vals[-1], tree.owner[par], tree.lane_slot[hi:chi],
+        child = vals[-1]
+        if tree.members is not None and tree.level_dealt and tree.level_dealt[d + 1]:   # merged turn cards
+            child = members_sum(tree.iso_perm, tree.members[hi:chi], child)
+        total = _level(sigma_ext, lanes, pull, mode, tv.ndim, child, tree.owner[par], tree.lane_slot[hi:chi],
                        par - lo, tree.child_start[lo:hi + 1] - hi, tree.fanout[d], tree.owner[lo:hi])
         if tree.terms[d]:
             total = total + tv[tree.term_pos[lo:hi]]
@@ -149,6 +171,8 @@ def root_values(tree: Tree, sigma_ext, tv, lanes: tuple, pull: bool, mode: str =
     here from the static level bounds."""
     ls = tree.levels
     last = len(ls) - 2
+    if tree.members is not None:   # merged turn cards (a suit-merged flop's trunk): backward's own loop
+        return backward(tree, sigma_ext, tv, lanes, pull, mode)[:ls[1]]
     deepest = tv[tree.term_pos[ls[last]:ls[last + 1]]]
     if last == 0:   # one level: the roots are terminals
         return deepest

@@ -122,6 +122,10 @@ class PokerSubgameSpec:
         (`build_public`; no result changes). Off by default: the `[S, H]` arrays then
         have one column per real hand. Ignored with `hands = "all"` (its count is
         already the same on every board of a street).
+      isomorphism: the public form solves one representative per class of suit-isomorphic
+        turn and river cards (`cfrjax.games.poker.isomorphism`; on a board and ranges that
+        a suit permutation keeps, e.g. d<->c on KdKc4h); off by default. Ranges whose
+        weights differ by suit build the game unmerged.
     """
 
     board: Any
@@ -141,6 +145,7 @@ class PokerSubgameSpec:
     betting: Any = None
     hands: str = "range"
     pad_hands: bool = False
+    isomorphism: bool = False
     behind: dataclasses.InitVar[float | None] = None
     effective_stack: float = dataclasses.field(init=False, compare=False)
 
@@ -221,6 +226,9 @@ class PokerSubgameSpec:
         if not isinstance(self.pad_hands, (bool, np.bool_)):
             raise PokerSpecError(f"pad_hands {self.pad_hands!r} must be true or false")
         object.__setattr__(self, "pad_hands", bool(self.pad_hands))
+        if not isinstance(self.isomorphism, (bool, np.bool_)):
+            raise PokerSpecError(f"isomorphism {self.isomorphism!r} must be true or false")
+        object.__setattr__(self, "isomorphism", bool(self.isomorphism))
         if self.pad_hands and self.hands == "player":
             raise PokerSpecError("pad_hands pads one hand list for both players; with hands = 'player' each "
                                  "player's list is already padded to the longer one: drop one of the two")

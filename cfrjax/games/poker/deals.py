@@ -173,6 +173,14 @@ def set_root_ranges(game, range0, range1):
     if not isinstance(game, CompiledGame):
         from cfrjax.public.passes import set_ranges
         hands = np.asarray(game.labels.hands)
+        merge = game.labels.merge
+        if merge is not None and not concrete:
+            raise ValueError(f"{game.name}: a suit-merged game (isomorphism = true) takes concrete ranges, checked "
+                             "for symmetry on the host, not traced ones; build it with isomorphism = false for a batch "
+                             "of ranges")
+        if merge is not None:
+            from cfrjax.games.poker.isomorphism import check_ranges
+            check_ranges(merge, np.stack([w0, w1]), game.name)
         if concrete:
             _check_in_hand_list(game, w0, w1)
             _check_dealable(w0, w1, hands, hands, np.asarray(game.labels.hand_cards))

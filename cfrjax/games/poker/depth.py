@@ -38,6 +38,9 @@ def leaf_inputs(whole: PublicGame) -> dict:
     if whole.player_lists:
         raise PokerSpecError(f"{whole.name}: a spot with one hand list per player (hands='player') cannot be cut "
                              "below the next card yet (the leaf function reads one list); build it with hands='range'")
+    if whole.iso_perm is not None:
+        raise PokerSpecError(f"{whole.name}: a suit-merged spot (isomorphism = true) cannot be cut below the next card "
+                             "(its leaves are the representative cards only); build it with isomorphism = false")
     if "leaf_cards" not in meta:
         raise PokerSpecError(f"{whole.name}: only turn and flop spots can be cut below the next card (a river "
                              f"spot has nothing below)")

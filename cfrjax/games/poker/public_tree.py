@@ -407,20 +407,21 @@ def _flop_trunk(cfg: PokerSubgameSpec, rest: np.ndarray):
     return stage, stage.new[leaves], _river_trees(cfg, river_ends), rest
 
 
-def _trunk_forest(cfg: PokerSubgameSpec):
+def _trunk_forest(cfg: PokerSubgameSpec, merge=None):
     """The two stages of a spot and its boards: `(trunk, forest, root_chance, extra [B, k],
     groups G, board_group [B] or None, turn_cards [G] or None, chance_reach)` (the
     module docstring's layout; `extra` holds each board's cards beyond `cfg.board`).
     Betting trees only: fast (a flop with three sizes per street: well under a second),
-    so `public_shapes` sizes a spot from it before anything per board is built."""
+    so `public_shapes` sizes a spot from it before anything per board is built. `merge`
+    (`isomorphism.Merge`): only the representative turn and river cards are dealt."""
     board = cfg.board_cards
     rest = np.setdiff1d(np.arange(NUM_CARDS), board)
     groups, board_group, turn_cards = 0, None, None
     if cfg.street == "flop":
-        trunk, root_chance, subs, turn_cards = _flop_trunk(cfg, rest)
+        trunk, root_chance, subs, turn_cards = _flop_trunk(cfg, rest if merge is None else merge.turn_cards())
         forest = _stage_of(subs)
         groups = turn_cards.size
-        rivers = [np.setdiff1d(rest, [t]) for t in turn_cards]
+        rivers = ([np.setdiff1d(rest, [t]) for t in turn_cards] if merge is None else merge.river_cards())
         extra = np.array([(t, r) for t, rs in zip(turn_cards, rivers) for r in rs], np.int64)   # [B, 2]
         board_group = np.repeat(np.arange(groups), [r.size for r in rivers])
         chance_reach = 1.0 / (FLOP_TURN_CARDS * RIVER_CARDS)
@@ -432,6 +433,8 @@ def _trunk_forest(cfg: PokerSubgameSpec):
         extra = rest[:, None]
         chance_reach = 1.0 / RIVER_CARDS
         root_chance = chance
+        if merge is not None:
+            extra = merge.river_cards()[0][:, None]
     else:   # no trunk: the forest is the river tree, fed by the ranges
         trunk = _stage_of([])
         forest = _stage_of([_street_tree(cfg, 0.0, last=True, street="river")])
@@ -542,7 +545,8 @@ def _node_labels(trunk: _Stage, forest: _Stage, t_nodes, f_nodes, root_chance, b
 
 
 def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None,
-                 reduction: str = "auto", dense_limit_bytes: int = DENSE_LIMIT_BYTES) -> PublicGame:
+                 reduction: str = "auto", dense_limit_bytes: int = DENSE_LIMIT_BYTES,
+                 isomorphism: bool | None = None) -> PublicGame:
     """Build the public-tree form of a flop, turn or river subgame.
 
     Args:
@@ -563,6 +567,11 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         else float32).
       reduction: `"auto"`, `"pull"` or `"scatter"` (as `CompiledGame.reduction`).
       dense_limit_bytes: see `terminals`.
+      isomorphism: merge the turn and river cards that a suit permutation of the board
+        and both ranges maps onto each other (`cfrjax.games.poker.isomorphism`, one
+        representative per class solved, the chance nodes summing its members): `None`
+        (the spec's `config.isomorphism`, off by default), `True` or `False`. Ranges
+        whose weights differ by suit (or a river spot) build the game unmerged.
 
     The build is vectorised over boards and hands (`evaluator.board_values`, the showdown
     tables a chunk of boards at a time: `terminals.showdown_tables`, native where built);
@@ -580,6 +589,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     if terminals not in TERMINAL_MODES:
         raise ValueError(f"unknown terminals {terminals!r}; allowed: {', '.join(map(repr, TERMINAL_MODES))}")
     cfg = config
+    iso = _isomorphism(cfg, hands, isomorphism)
     if _per_player(cfg, hands):   # one list per player, from the ranges' union
         if cfg.pad_hands:
             raise PokerSpecError("pad_hands pads one hand list for both players; hands='player' pads each "
@@ -607,8 +617,11 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     if not pt.compatible_pairs(hand_cards, weights[0] > 0, weights[1] > 0):
         raise PokerSpecError(f"{cfg.name}: every pair of the two ranges shares a card; there is nothing to deal")
 
+    # Suit isomorphism: the classes of turn and river cards (None: unmerged).
+    merge = _merge(cfg, hands) if iso else None
+
     # Trunk (the flop and turn streets) and forest (the river trees below one board).
-    trunk, forest, root_chance, extra, groups, board_group, turn_cards, chance_reach = _trunk_forest(cfg)
+    trunk, forest, root_chance, extra, groups, board_group, turn_cards, chance_reach = _trunk_forest(cfg, merge)
     B = extra.shape[0]
     strength, live = _strengths(cfg, hands, extra)
     n1 = trunk.size
@@ -718,6 +731,8 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         slot_infoset=slot_infoset, infoset_slot_start=infoset_slot_start, **tables)
     if groups:
         index_arrays.update(trunk_dealt=trunk.dealt, board_group=board_group)
+    if merge is not None:
+        index_arrays.update(_merge_arrays(merge, hands, trunk, edge_deal))
     float_arrays = dict(
         trunk_fold_payoff=trunk.fold[t_folds] * np.where(t_dealt[t_folds], 1.0 / FLOP_TURN_CARDS, 1.0),
         forest_fold_payoff=forest.fold[f_folds] * chance_reach, forest_showdown_stake=forest.sd[f_sds] * chance_reach)
@@ -752,6 +767,9 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     }
     if cfg.pad_hands:
         meta["padded_hands"] = int(Hp)
+    if merge is not None:
+        meta["isomorphism"] = {"suit_perms": [list(p) for p in merge.perms], "boards": int(B),
+                               "turn_classes": len(merge.turns)}
     if cfg.raked:   # JSON-able: no cap is null
         meta["rake"] = {"rate": cfg.rake_rate, "cap": cfg.rake_cap if np.isfinite(cfg.rake_cap) else None}
     meta["board_cards"] = [int(c) for c in board]
@@ -770,7 +788,7 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         payoff_offset=0.0, node_codes=per_node, node_player=per_node, action_names=per_node,
         node_dealt=per_node, node_slot_start=per_node, hands=hands.copy(),
         hand_names=tuple(combo_str(h) for h in hands), hand_cards=real_cards.copy(), node_committed=per_node,
-        cache_key=cache_key)
+        cache_key=cache_key, merge=merge)
 
     leaves = {k: device_array(v, jnp.int32) for k, v in index_arrays.items()}
     leaves.update({k: device_array(v, fdt) for k, v in float_arrays.items()})
@@ -789,10 +807,10 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
         trunk_level_dealt=tuple(bool(edge_deal[lo:hi].any()) for lo, hi in zip(trunk.levels[:-1], trunk.levels[1:]))
         if groups else (),
         max_actions=max_actions, slot_runs=runs,
-        forest_plan=None if (groups or B > 1 and not n1) else spot_kernel.plan(
+        forest_plan=None if (groups or B > 1 and not n1 or merge is not None) else spot_kernel.plan(
             forest.parent, forest.kind, f_lane, f_folds, f_sds, np.arange(f_sl[0] + f_sl[1]), f_snode, f_schild,
             stage_sets(f_nodes, (0, f_sl[0])), f_sl[0], f_sl[0] + f_sl[1]),
-        trunk_plan=None if (groups or not n1) else spot_kernel.plan(
+        trunk_plan=None if (groups or not n1 or merge is not None) else spot_kernel.plan(
             trunk.parent, trunk.kind, t_lane, t_folds, (), np.concatenate([np.arange(t_sl[0]), split + np.arange(t_sl[1])]),
             t_snode, t_schild, stage_sets(t_nodes, (0, split)), split, S, chance=root_chance),
         reduction=reduction, terminals=terminals,
@@ -801,12 +819,60 @@ def build_public(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto
     return game
 
 
+def _isomorphism(cfg: PokerSubgameSpec, hands, isomorphism) -> bool:
+    """Whether the build is asked to merge suit-isomorphic cards (`build_public`'s
+    `isomorphism`, else the spec's); refused in one line with a hand list it does not
+    take."""
+    iso = cfg.isomorphism if isomorphism is None else isomorphism
+    if not isinstance(iso, (bool, np.bool_)):
+        raise PokerSpecError(f"isomorphism {iso!r} must be true or false")
+    if iso and (_per_player(cfg, hands) or cfg.pad_hands):
+        raise PokerSpecError("isomorphism = true merges cards over one hand list for both players, unpadded; "
+                             "drop hands = 'player' / pad_hands, or set isomorphism = false")
+    return bool(iso)
+
+
+def _merge(cfg: PokerSubgameSpec, hands: np.ndarray):
+    """The spot's card classes (`isomorphism.merge_of`) where the board and both ranges
+    are symmetric and the hand list `hands` is closed under the symmetries; else `None`
+    (built unmerged)."""
+    from cfrjax.games.poker import isomorphism
+
+    merge = isomorphism.merge_of(cfg.board_cards, np.stack(cfg.ranges()))
+    if merge is None:
+        return None
+    try:
+        isomorphism.hand_perms(merge.perms, hands)
+    except ValueError:   # a given hand list that a symmetry does not keep
+        return None
+    return merge
+
+
+def _merge_arrays(merge, hands: np.ndarray, trunk: _Stage, edge_deal: np.ndarray) -> dict:
+    """The index leaves of a suit-merged game (`PublicGame.iso_perm`, `board_members`,
+    `trunk_members`)."""
+    from cfrjax.games.poker import isomorphism
+
+    K, W, H = len(merge.perms), merge.width(), hands.size
+    perm = np.concatenate([isomorphism.hand_perms(merge.perms, hands), np.full((1, H), H, np.int64)])
+    out = dict(iso_perm=perm, board_members=np.concatenate([merge.members(cl, W) for cl in merge.rivers]))
+    if merge.turns:
+        rows = np.full((trunk.size, W), K, np.int64)
+        rows[:, 0] = 0
+        turn_rows = merge.members(merge.turns, W)
+        at = {c: g for g, c in enumerate(merge.turn_cards().tolist())}
+        below = np.flatnonzero(edge_deal)
+        rows[below] = turn_rows[[at[int(c)] for c in trunk.dealt[below]]]
+        out["trunk_members"] = rows
+    return out
+
+
 # ----------------------------------------------------------------------------------------
 # Sizes and memory before building.
 
 
 def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "auto", dtype=None,
-                  dense_limit_bytes: int = DENSE_LIMIT_BYTES) -> PublicGame:
+                  dense_limit_bytes: int = DENSE_LIMIT_BYTES, isomorphism: bool | None = None) -> PublicGame:
     """The `PublicGame` that `build_public(config, ...)` would build, with
     `jax.ShapeDtypeStruct` leaves of the same shapes and dtypes and the same sizes
     (`sizes()`) and level layout, from the betting trees alone: nothing per board (hand
@@ -823,7 +889,8 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
     hand_ids = public_hands(config, hands)
     M = max(1, int(np.bincount(COMBOS[hand_ids].ravel(), minlength=NUM_CARDS).max()))   # `card_table`'s width
     H, M = _padded_sizes(config, hands, int(hand_ids.size), M)
-    trunk, forest, root_chance, extra, groups, _, _, _ = _trunk_forest(config)
+    merge = _merge(config, hand_ids) if _isomorphism(config, hands, isomorphism) else None
+    trunk, forest, root_chance, extra, groups, _, _, _ = _trunk_forest(config, merge)
     B, n1, n2 = int(extra.shape[0]), trunk.size, forest.size
     t_sl = [int(_slots(trunk, p)[1].sum()) for p in (0, 1)]
     f_sl = [int(_slots(forest, p)[1].sum()) for p in (0, 1)]
@@ -853,6 +920,11 @@ def public_shapes(config: PokerSubgameSpec, *, hands=None, terminals: str = "aut
         infoset_slot_start=(I + 1,), sd_sorted=(B, H), sd_card_sorted=(B, NUM_CARDS, M), sd_index=(B, H, 6))
     if groups:
         ints.update(trunk_dealt=(n1,), board_group=(B,))
+    if merge is not None:
+        W = merge.width()
+        ints.update(iso_perm=(len(merge.perms) + 1, H), board_members=(B, W))
+        if groups:
+            ints.update(trunk_members=(n1, W))
     floats = dict(trunk_fold_payoff=(tF,), forest_fold_payoff=(fF,), forest_showdown_stake=(K,), board_live=(B, H),
                   slot_uniform=(S,), weights=(2, H), norm=())
     if config.raked:

@@ -22,7 +22,7 @@ from cfrjax.spec import GameSpec
 _TOML_KEYS = {
     "name", "board", "pot", "behind", "stack", "bet_fractions", "raise_fractions", "raise_cap",
     "range0", "range1", "player0", "player1", "random_hands", "seed", "libratus", "top_n", "game", "kind",
-    "betting", "rake_rate", "rake_cap", "hands", "pad_hands",
+    "betting", "rake_rate", "rake_cap", "hands", "pad_hands", "isomorphism",
 }
 #: Keys of the `[rake]` table (lifted as `rake_<key>`).
 _RAKE_KEYS = ("rate", "cap")
