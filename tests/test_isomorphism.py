@@ -370,6 +370,7 @@ def test_command_line_flag(tmp_path, capsys):
     assert cli.main(["show", str(path), "k", "--isomorphism", "on", "--iterations", "10"]) == 2   # before solving
     err = capsys.readouterr().err.strip()
     assert err.startswith("cfrjax: error:") and "isomorphism = false" in err and "\n" not in err
+    pytest.importorskip("pyspiel", reason="the game that is not a poker spec: Kuhn poker from OpenSpiel")
     assert cli.main(["solve", "kuhn_poker", "--isomorphism", "on", "--iterations", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "isomorphism=True" in err and "\n" not in err

@@ -93,6 +93,7 @@ def test_cli_precision_int16(capsys):
     set) solves and says so in its record."""
     import json
     from cfrjax import cli
+    pytest.importorskip("pyspiel", reason="loads Kuhn poker from OpenSpiel")
     assert cli.main(["solve", "kuhn_poker", "--iterations", "300", "--precision", "int16", "--json"]) == 0
     record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert record["precision"] == "int16" and record["dtype"] == "float32"
