@@ -31,22 +31,27 @@ import numpy as np
 
 from cfrjax.deck import NUM_CARDS
 from cfrjax.games.poker.cards import CARD_NAMES, RANKS, PokerSpecError, parse_cards
+from cfrjax.games.poker.isomorphism import SUIT_PERMS, card_map
 
 __all__ = ["FLOP_SETS", "SUIT_PERMUTATIONS", "canonical_flop", "flop_classes", "flop_members", "flop_set",
            "flop_str", "flop_textures", "permute_suits", "stratified_flops"]
 
-#: `[24, 4]` every permutation of the suits `s, h, d, c` (suit `i` becomes `perm[i]`).
-SUIT_PERMUTATIONS = np.array(list(itertools.permutations(range(4))), np.int64)
+#: `[24, 4]` every permutation of the suits `s, h, d, c` (suit `i` becomes `perm[i]`; the
+#: order of `cfrjax.games.poker.isomorphism.SUIT_PERMS`).
+SUIT_PERMUTATIONS = np.array(SUIT_PERMS, np.int64)
 SUIT_PERMUTATIONS.setflags(write=False)
 #: Named flop sets of `flop_set`: every class, and the stratified subset.
 FLOP_SETS = ("all", "stratified")
 
 
 def permute_suits(cards, perm) -> np.ndarray:
-    """Cards `[...]` (ids `4 * rank + suit`) with suit `s` renamed `perm[s]`: `perm [4]`
-    gives `[...]`, a stack of permutations `[P, 4]` gives `[P, ...]`."""
+    """Cards `[...]` (ids `4 * rank + suit`) with suit `s` renamed `perm[s]`
+    (`isomorphism.card_map`): `perm [4]` gives `[...]`, a stack of permutations `[P, 4]`
+    gives `[P, ...]`."""
     cards, perm = np.asarray(cards, np.int64), np.asarray(perm, np.int64)
-    return cards - cards % 4 + perm[..., cards % 4]
+    maps = np.stack([card_map(p) for p in perm.reshape(-1, 4)])          # [P, 52]
+    out = maps[:, cards]
+    return out[0] if perm.ndim == 1 else out
 
 
 def _keys(flops: np.ndarray) -> np.ndarray:
