@@ -274,17 +274,15 @@ def flop_records(tree: str, flops, weights, options: ReportOptions, built=None) 
     return [_record(c, g, f, w, s, options, seconds) for (c, g), f, w, s in zip(built, flops, weights, solved)]
 
 
-def _batch_size(tree: str, flop, options: ReportOptions) -> int:
-    """`options.batch`, or fewer: as many flops of `flop`'s shape as the memory plan fits
-    on the device (each flop planned as a spot of its own)."""
+def _batch_size(game, options: ReportOptions) -> int:
+    """`options.batch`, or fewer: as many flops of `game`'s shape as the memory plan fits
+    on the device (each flop planned as a spot of its own; no state is made for it)."""
     if options.batch == 1:
         return 1
-    import cfrjax
     from cfrjax.memory import device_free_bytes, memory_plan
 
-    _, game = _build(tree, flop)
     free, _ = device_free_bytes()
-    plan = memory_plan(game, cfrjax.init(game, rule=options.rule, order=options.order, dtype=options.dtype))
+    plan = memory_plan(game, dtype=options.dtype, order=options.order)
     fits = options.batch if free is None else int(free / 1.1 // max(plan.total_bytes, 1))
     return max(1, min(options.batch, fits))
 
@@ -322,7 +320,7 @@ def run_report(tree: str, flops="stratified", out: str = "report", *, options: R
     todo = [(f, w) for f, w in zip(mine, weights)
             if not os.path.exists(os.path.join(folder, flop_str(f) + ".json"))]
     solved = []
-    batch = _batch_size(tree, todo[0][0], options) if todo else 1
+    batch = None                                     # sized from the first flop's game
     pending: dict = {}                               # shape -> [(flop, weight)] waiting for a batch
 
     def flush(group):
@@ -337,6 +335,7 @@ def run_report(tree: str, flops="stratified", out: str = "report", *, options: R
     with tqdm(total=len(todo), desc="flops", unit="flop", disable=not progress) as bar:
         for flop, weight in todo:
             built = _build(tree, flop)
+            batch = _batch_size(built[1], options) if batch is None else batch
             if batch == 1:
                 flush([(flop, weight, built)])
                 continue
