@@ -163,11 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--board", default=None, metavar="CARDS",
                    help="cards every shard's board holds, e.g. \"Ks Js Th 7d\" (at most 4; the rest drawn uniformly; "
                         "default: none, the whole board uniform)")
-    d.add_argument("--worker", type=int, default=None, metavar="I",
-                   help="this worker, 0..N-1: it fills shards I, I+N, ... (default: $SLURM_ARRAY_TASK_ID's place "
-                        "in the job array, else 0)")
-    d.add_argument("--num-workers", type=int, default=None, metavar="N",
-                   help="independent workers filling one dataset (default: $SLURM_ARRAY_TASK_COUNT, else 1)")
+    _worker_options(d, "it fills shards I, I+N, ...", "filling one dataset")
     _solver_options(d)
     _plan_options(d)
     d.add_argument("--json", action="store_true", help="print one JSON object (the summary) as the last stdout line")
@@ -231,11 +227,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", default=None, metavar="DIR",
                     help="report folder: flops/<flop>.json and .npz per flop (kept: a solved flop is never solved "
                          "again), report.csv, summary.json, bet_frequency.png, ev.png")
-    rp.add_argument("--worker", type=int, default=None, metavar="I",
-                    help="this worker, 0..N-1: flops I, I+N, ... of the set (default: $SLURM_ARRAY_TASK_ID's place in "
-                         "the job array, else 0)")
-    rp.add_argument("--num-workers", type=int, default=None, metavar="N",
-                    help="independent workers sharing --out (default: $SLURM_ARRAY_TASK_COUNT, else 1)")
+    _worker_options(rp, "flops I, I+N, ... of the set", "sharing --out")
     rp.add_argument("--flop", default=None, help="with `show`: one flop's root, hand by hand")
     rp.add_argument("--player", type=int, choices=(0, 1), default=None, help="with `show --flop`: whose hands")
     rp.add_argument("--sort", choices=SHOW_SORTS, default="equity", help="with `show --flop`: row order")
@@ -285,6 +277,15 @@ def _iso(args):
     """`load_game`'s `isomorphism` from `--isomorphism` (`None`: the spec's key)."""
     v = getattr(args, "isomorphism", None)
     return None if v is None else v == "on"
+
+
+def _worker_options(p, owns: str, share: str) -> None:
+    """`--worker` / `--num-workers` of a job split over independent workers (datagen's
+    shards, a report's flops), defaulting to a SLURM job array's place."""
+    p.add_argument("--worker", type=int, default=None, metavar="I",
+                   help=f"this worker, 0..N-1: {owns} (default: $SLURM_ARRAY_TASK_ID's place in the job array, else 0)")
+    p.add_argument("--num-workers", type=int, default=None, metavar="N",
+                   help=f"independent workers {share} (default: $SLURM_ARRAY_TASK_COUNT, else 1)")
 
 
 def _hands_option(p) -> None:

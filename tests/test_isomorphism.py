@@ -32,6 +32,7 @@ from cfrjax.games.poker.public_tree import build_public, public_plan, public_sha
 from cfrjax.memory import memory_plan
 from cfrjax.plan import MERGED, Plan, resolve_plan, use
 from cfrjax.public import passes as public_passes
+from key_index import key_index
 from selection import cases
 
 TURN = PokerSubgameSpec(board="Ks Js 7h 2h", pot=20, stack=30, bet_fractions=(0.75,), raise_cap=0,
@@ -69,18 +70,6 @@ def _solved(name):
     return _SOLVED[name]
 
 
-def _index(merged, unmerged):
-    """Rows and columns of every (unmerged key, action) in both games."""
-    ru, cu, rm, cm = [], [], [], []
-    for key, sl, h in unmerged.labels.infoset_keys():
-        sl_m, h_m = merged.infoset_index(key)
-        ru += range(sl.start, sl.stop)
-        rm += range(sl_m.start, sl_m.stop)
-        cu += [h] * (sl.stop - sl.start)
-        cm += [h_m] * (sl.stop - sl.start)
-    return (np.array(ru), np.array(cu)), (np.array(rm), np.array(cm))
-
-
 @jax.jit
 def _evaluated(game, policy):
     """`(best responses [2], expected values [2], root values per hand [2, H])`."""
@@ -97,7 +86,7 @@ def test_merged_solve_equals_unmerged(name):
     merged, unmerged = _games(name)
     assert merged.num_boards < unmerged.num_boards and merged.num_slots < unmerged.num_slots
     sm, su = _solved(name)
-    iu, im = _index(merged, unmerged)
+    iu, im = key_index(unmerged, merged)
     np.testing.assert_allclose(np.asarray(sm.regret)[im], np.asarray(su.regret)[iu], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(np.asarray(sm.avg)[im], np.asarray(su.avg)[iu], rtol=1e-9, atol=1e-12)
     pm, pu = cfrjax.average_policy(merged, sm), cfrjax.average_policy(unmerged, su)
@@ -136,7 +125,7 @@ def test_symmetric_profile_values_equal(name):
     the unmerged layout: values per hand, both best responses and the expected values
     agree to 1e-9 (the passes' claim, beyond the solve's first iterations)."""
     merged, unmerged = _games(name)
-    iu, im = _index(merged, unmerged)
+    iu, im = key_index(unmerged, merged)
     pm = _symmetric_profile(merged)
     pu = np.full(unmerged.slot_shape, 0.5)
     pu[iu] = pm[im]
@@ -215,7 +204,7 @@ def test_strategy_table_answers_for_every_member():
     card's nodes, the hands' suits permuted), with the probabilities of the policy the
     unmerged layout gets by key; policies by key read the same entries."""
     merged, unmerged = _games("turn")
-    iu, im = _index(merged, unmerged)
+    iu, im = key_index(unmerged, merged)
     pm = np.asarray(cfrjax.average_policy(merged, _solved("turn")[0]))
     pu = np.zeros(unmerged.slot_shape)
     pu[iu] = pm[im]
@@ -309,7 +298,7 @@ def test_node_reports_of_a_merged_turn():
     suits permuted)."""
     from cfrjax.public.report import node_report
     merged, unmerged = _games("turn")
-    iu, im = _index(merged, unmerged)
+    iu, im = key_index(unmerged, merged)
     pm = np.asarray(cfrjax.average_policy(merged, _solved("turn")[0]))
     pu = np.full(unmerged.slot_shape, 0.5)
     pu[iu] = pm[im]
@@ -343,7 +332,7 @@ def test_policy_files_by_key(tmp_path):
     (the expanded policy) and back; a policy with different strategies on two isomorphic
     keys is refused when loaded into the merged game (one line)."""
     merged, unmerged = _games("turn")
-    iu, im = _index(merged, unmerged)
+    iu, im = key_index(unmerged, merged)
     pm = np.asarray(cfrjax.average_policy(merged, _solved("turn")[0]))
     path = str(tmp_path / "merged.json")
     strategy.save_policy(path, merged, pm)

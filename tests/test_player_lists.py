@@ -24,6 +24,7 @@ from cfrjax.plan import TWO_LISTS, Plan, plan_of, resolve_plan, use
 from cfrjax.policy import uniform_policy
 from cfrjax.public import passes as public_passes
 from cfrjax.rules import ORDERS, RULES
+from key_index import key_index
 from selection import cases
 from test_hands import RIVER_SPOT, TURN_SPOT, refused_on_the_host
 from test_public_solver import AVERAGING, TINY
@@ -40,18 +41,6 @@ def _games(spot):
     if spot not in _GAMES:
         _GAMES[spot] = build_public(spot, hands="player"), build_public(spot, hands="range")
     return _GAMES[spot]
-
-
-def _key_index(per, uni):
-    """Slot rows and hand columns of every (key, action) of `per` in both games."""
-    rp, cp, ru, cu = [], [], [], []
-    for key, sl, h in per.labels.infoset_keys():
-        sl_u, h_u = uni.infoset_index(key)
-        rp += range(sl.start, sl.stop)
-        ru += range(sl_u.start, sl_u.stop)
-        cp += [h] * (sl.stop - sl.start)
-        cu += [h_u] * (sl.stop - sl.start)
-    return (np.array(rp), np.array(cp)), (np.array(ru), np.array(cu))
 
 
 def _hand_columns(per, uni):
@@ -73,7 +62,7 @@ def assert_forms_agree(per, uni, ps, us, evaluate=True):
     """Regrets, averages and average policies by key; with `evaluate` both best responses
     (so the exploitability, their mean), the expected values and the root values per hand
     of the average policy."""
-    ip, iu = _key_index(per, uni)
+    ip, iu = key_index(per, uni)
     scale = max(1.0, float(np.max(np.abs(us.regret))))
     np.testing.assert_allclose(np.asarray(ps.regret)[ip], np.asarray(us.regret)[iu], rtol=1e-9, atol=1e-12 * scale)
     np.testing.assert_allclose(np.asarray(ps.avg)[ip], np.asarray(us.avg)[iu], rtol=1e-9, atol=1e-12)
@@ -232,7 +221,7 @@ def test_strategy_table_policy_files_and_locks(tmp_path):
     for r in rows:
         assert r["probability"] == pytest.approx(urows[(r["infoset"], r["action"])], rel=1e-9, abs=1e-12)
     cfrjax.save_policy(tmp_path / "union.npz", uni, upol)
-    ip, iu = _key_index(per, uni)
+    ip, iu = key_index(per, uni)
     loaded = np.asarray(cfrjax.load_policy(tmp_path / "union.npz", per))
     np.testing.assert_array_equal(loaded[ip], np.asarray(upol)[iu])
     cfrjax.save_policy(tmp_path / "per.npz", per, ppol)
